@@ -1,0 +1,34 @@
+"""training.kubetrain.dev/v1alpha1 — the legacy, list-shaped TrainingJob.
+
+Served so that manifests written for the first operators keep working; stored as
+v1beta1 through lossless conversion (see ``trainingjob_conversion``).
+"""
+
+from kubetrain.api.v1alpha1.groupversion_info import API_VERSION, GROUP, KIND, VERSION
+from kubetrain.api.v1alpha1.trainingjob_types import (
+    Backend,
+    BackendType,
+    ChiefSpec,
+    ReplicaSpec,
+    ReplicaStatus,
+    TerminationPolicy,
+    TrainingJob,
+    TrainingJobSpec,
+    TrainingJobStatus,
+)
+
+__all__ = [
+    "API_VERSION",
+    "GROUP",
+    "KIND",
+    "VERSION",
+    "Backend",
+    "BackendType",
+    "ChiefSpec",
+    "ReplicaSpec",
+    "ReplicaStatus",
+    "TerminationPolicy",
+    "TrainingJob",
+    "TrainingJobSpec",
+    "TrainingJobStatus",
+]

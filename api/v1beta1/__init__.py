@@ -1,0 +1,91 @@
+"""training.kubetrain.dev/v1beta1 — the hub and storage version of TrainingJob.
+
+Replica types are a map (``replicaSpecs: {Worker: {...}}``) as in the Kubeflow v1
+operators, with typed framework options, a run policy, and success and failure
+policies that classify failures and budget restarts per class.
+"""
+
+from kubetrain.api.v1beta1.framework_types import (
+    Caffe2Backend,
+    Caffe2BackendType,
+    Caffe2Options,
+    ElasticPolicy,
+    FrameworkSpec,
+    PyTorchOptions,
+    TensorFlowOptions,
+)
+from kubetrain.api.v1beta1.groupversion_info import API_VERSION, GROUP, KIND, VERSION
+from kubetrain.api.v1beta1.policy_types import (
+    Budget,
+    Budgets,
+    ExitCodeMatch,
+    ExitCodeOperator,
+    ExitCodeRange,
+    FailureAction,
+    FailureClass,
+    FailurePolicy,
+    FailureRule,
+    RestartBackoff,
+    RestartScope,
+    SuccessOperator,
+    SuccessPolicy,
+    SuccessTarget,
+)
+from kubetrain.api.v1beta1.trainingjob_types import (
+    CleanPodPolicy,
+    ConditionType,
+    FailureRecord,
+    JobState,
+    ReplicaSpec,
+    ReplicaStatus,
+    RestartCounts,
+    RestartPolicy,
+    RunPolicy,
+    SchedulingPolicy,
+    TrainingJob,
+    TrainingJobSpec,
+    TrainingJobStatus,
+    state_of,
+)
+
+__all__ = [
+    "API_VERSION",
+    "GROUP",
+    "KIND",
+    "VERSION",
+    "Budget",
+    "Budgets",
+    "Caffe2Backend",
+    "Caffe2BackendType",
+    "Caffe2Options",
+    "CleanPodPolicy",
+    "ConditionType",
+    "ElasticPolicy",
+    "ExitCodeMatch",
+    "ExitCodeOperator",
+    "ExitCodeRange",
+    "FailureAction",
+    "FailureClass",
+    "FailurePolicy",
+    "FailureRecord",
+    "FailureRule",
+    "FrameworkSpec",
+    "JobState",
+    "PyTorchOptions",
+    "ReplicaSpec",
+    "ReplicaStatus",
+    "RestartBackoff",
+    "RestartCounts",
+    "RestartPolicy",
+    "RestartScope",
+    "RunPolicy",
+    "SchedulingPolicy",
+    "SuccessOperator",
+    "SuccessPolicy",
+    "SuccessTarget",
+    "TensorFlowOptions",
+    "TrainingJob",
+    "TrainingJobSpec",
+    "TrainingJobStatus",
+    "state_of",
+]

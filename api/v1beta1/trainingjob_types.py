@@ -1,0 +1,421 @@
+"""The v1beta1 TrainingJob: spec, status and the rules that hold between them.
+
+Names: every replica becomes a pod and a headless Service called
+``{job}-{lower(type)}-{index}``. Replica types therefore hold only letters and digits
+(no hyphen, so a generated name maps back to exactly one job, type and index), differ
+in more than letter case, and, together with the job's name, keep every generated name
+a DNS-1035 label of at most 63 characters.
+"""
+
+import datetime
+import enum
+import re
+from collections.abc import Iterator, Mapping
+from typing import Annotated, Any, ClassVar
+
+import attrs
+
+from kubetrain.api import meta, schema, validation
+from kubetrain.api.v1beta1 import framework_types, groupversion_info, policy_types
+
+DNS1035_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+REPLICA_TYPE = r"^[A-Za-z][A-Za-z0-9]*$"
+MAX_NAME_LENGTH = 63
+MAX_REPLICA_TYPES = 16
+MAX_FAILURE_HISTORY = 64
+
+
+class RestartPolicy(enum.StrEnum):
+    ALWAYS = "Always"
+    ON_FAILURE = "OnFailure"
+    NEVER = "Never"
+    EXIT_CODE = "ExitCode"
+
+
+class CleanPodPolicy(enum.StrEnum):
+    ALL = "All"
+    RUNNING = "Running"
+    NONE = "None"
+
+
+POD_TEMPLATE_SCHEMA = {
+    "x-kubernetes-preserve-unknown-fields": True,
+    "required": ["spec"],
+    "properties": {
+        "spec": {
+            "type": "object",
+            "x-kubernetes-preserve-unknown-fields": True,
+            "required": ["containers"],
+            "properties": {
+                "containers": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                        "required": ["name"],
+                        "properties": {"name": {"type": "string"}},
+                    },
+                }
+            },
+        }
+    },
+}
+
+
+def check_template(_instance: Any, _attribute: Any, template: Mapping[str, Any]) -> None:
+    spec = template.get("spec")
+    if not isinstance(spec, Mapping):
+        raise validation.ValidationError.at(("template", "spec"), "a pod template needs a spec")
+    containers = spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        raise validation.ValidationError.at(
+            ("template", "spec", "containers"), "a pod template needs at least one container"
+        )
+    for i, c in enumerate(containers):
+        if not isinstance(c, Mapping) or not isinstance(c.get("name"), str):
+            raise validation.ValidationError.at(
+                ("template", "spec", "containers", i, "name"), "every container needs a name"
+            )
+
+
+@attrs.frozen(kw_only=True, field_transformer=schema.validated)
+class ReplicaSpec:
+    """A set of identical replicas: how many, how they restart, and their pod template."""
+
+    replicas: Annotated[int, schema.Field(minimum=0, maximum=10000, doc="Number of replicas.")] = 1
+    restart_policy: Annotated[
+        RestartPolicy | None,
+        schema.Field(doc="Always, OnFailure, Never or ExitCode; defaults to the framework's."),
+    ] = None
+    port: Annotated[
+        int | None,
+        schema.Field(minimum=1, maximum=65535, doc="The framework's port; defaults to the framework's."),
+    ] = None
+    template: Annotated[
+        schema.JSONObject,
+        schema.Field(
+            doc="The pod template (PodTemplateSpec) of every replica.", extra_schema=POD_TEMPLATE_SCHEMA
+        ),
+    ] = attrs.field(validator=check_template)
+
+
+@attrs.frozen(kw_only=True, field_transformer=schema.validated)
+class SchedulingPolicy:
+    """Gang scheduling: how many pods must start together, in which queue."""
+
+    min_available: Annotated[int | None, schema.Field(minimum=1)] = None
+    queue: Annotated[str | None, schema.Field(max_length=253)] = None
+    priority_class: Annotated[str | None, schema.Field(max_length=253)] = None
+    schedule_timeout_seconds: Annotated[int | None, schema.Field(minimum=1)] = None
+
+
+@attrs.frozen(kw_only=True, field_transformer=schema.validated)
+class RunPolicy:
+    """Lifetime of the job: cleanup, deadlines, budgets, suspension and ownership."""
+
+    clean_pod_policy: Annotated[
+        CleanPodPolicy | None,
+        schema.Field(doc="Pods deleted when the job finishes: All, Running (default) or None."),
+    ] = None
+    ttl_seconds_after_finished: Annotated[
+        int | None, schema.Field(minimum=0, doc="Delete the finished job after this long.")
+    ] = None
+    active_deadline_seconds: Annotated[
+        int | None, schema.Field(minimum=1, doc="Fail the job once it has been active this long.")
+    ] = None
+    backoff_limit: Annotated[
+        int | None,
+        schema.Field(minimum=0, doc="Restarts caused by user code (failurePolicy.budgets.userCode.limit)."),
+    ] = None
+    suspend: Annotated[bool, schema.Field(doc="Delete the pods and keep the job; resuming is free.")] = False
+    managed_by: Annotated[
+        str | None,
+        schema.Field(
+            max_length=63,
+            pattern=r"^[a-z0-9.-]+/[A-Za-z0-9._-]+$",
+            doc="Another controller that owns this job; kubetrain then leaves it alone.",
+        ),
+    ] = None
+    scheduling_policy: SchedulingPolicy | None = None
+
+
+_UNIQUE_TYPES = "types must differ in more than letter case"
+
+
+@attrs.frozen(kw_only=True, field_transformer=schema.validated)
+class TrainingJobSpec:
+    """The desired training job."""
+
+    framework: framework_types.FrameworkSpec
+    runtime_id: Annotated[
+        str | None,
+        schema.Field(pattern=r"^[a-z0-9]{1,16}$", doc="An id shared by every replica of one run (RUN_ID)."),
+    ] = None
+    replica_specs: Annotated[
+        dict[str, ReplicaSpec],
+        schema.Field(
+            min_properties=1,
+            max_properties=MAX_REPLICA_TYPES,
+            keys=schema.Field(pattern=REPLICA_TYPE),
+            doc="Replica type (e.g. Master, Worker, PS) to its replicas.",
+        ),
+    ]
+    run_policy: RunPolicy = attrs.field(factory=RunPolicy)
+    success_policy: policy_types.SuccessPolicy | None = None
+    failure_policy: policy_types.FailurePolicy = attrs.field(factory=policy_types.FailurePolicy)
+
+    cel_rules: ClassVar[tuple[schema.Rule, ...]] = (
+        schema.Rule(
+            cel="self.replicaSpecs.all(a, self.replicaSpecs.all(b, a == b || a.lowerAscii() != b.lowerAscii()))",
+            message=f"replicaSpecs: {_UNIQUE_TYPES}",
+            field_path=".replicaSpecs",
+        ),
+        schema.Rule(
+            cel="!has(self.successPolicy) || self.successPolicy.targets.all(t, t.replicaType in self.replicaSpecs"
+            " && (!has(t.index) || t.index < (has(self.replicaSpecs[t.replicaType].replicas)"
+            " ? self.replicaSpecs[t.replicaType].replicas : 1)))",
+            message="successPolicy.targets must name replica types of this job, and indexes below their replicas",
+            field_path=".successPolicy.targets",
+        ),
+        schema.Rule(
+            cel="!has(self.failurePolicy) || !has(self.failurePolicy.rules) || self.failurePolicy.rules.all(r,"
+            " !has(r.replicaTypes) || r.replicaTypes.all(t, t in self.replicaSpecs))",
+            message="failurePolicy.rules[].replicaTypes must name replica types of this job",
+            field_path=".failurePolicy.rules",
+        ),
+        schema.Rule(
+            cel="!(has(self.runPolicy) && has(self.runPolicy.backoffLimit) && has(self.failurePolicy)"
+            " && has(self.failurePolicy.budgets) && has(self.failurePolicy.budgets.userCode)"
+            " && has(self.failurePolicy.budgets.userCode.limit))",
+            message="set runPolicy.backoffLimit or failurePolicy.budgets.userCode.limit, not both",
+            field_path=".runPolicy.backoffLimit",
+        ),
+    )
+
+    def __attrs_post_init__(self) -> None:
+        errors = list(self._cross_field_errors())
+        if errors:
+            raise validation.ValidationError(errors)
+
+    def _cross_field_errors(self) -> Iterator[validation.FieldError]:
+        seen: dict[str, str] = {}
+        for t in self.replica_specs:
+            other = seen.setdefault(t.lower(), t)
+            if other != t:
+                yield validation.FieldError(
+                    path=("replicaSpecs", t), message=f"{_UNIQUE_TYPES} ({other} and {t})"
+                )
+        if self.success_policy is not None:
+            for i, target in enumerate(self.success_policy.targets):
+                spec = self.replica_specs.get(target.replica_type)
+                if spec is None or (target.index is not None and target.index >= spec.replicas):
+                    yield validation.FieldError(
+                        path=("successPolicy", "targets", i),
+                        message=f"no replica {target.replica_type}"
+                        + ("" if target.index is None else f"[{target.index}]")
+                        + " in this job",
+                    )
+        for i, rule in enumerate(self.failure_policy.rules):
+            for t in rule.replica_types:
+                if t not in self.replica_specs:
+                    yield validation.FieldError(
+                        path=("failurePolicy", "rules", i, "replicaTypes"),
+                        message=f"no replica type {t} in this job",
+                    )
+        if (
+            self.run_policy.backoff_limit is not None
+            and self.failure_policy.budgets.user_code.limit is not None
+        ):
+            yield validation.FieldError(
+                path=("runPolicy", "backoffLimit"),
+                message="set runPolicy.backoffLimit or failurePolicy.budgets.userCode.limit, not both",
+            )
+
+
+class JobState(enum.StrEnum):
+    PENDING = "Pending"
+    CREATED = "Created"
+    RUNNING = "Running"
+    RESTARTING = "Restarting"
+    SUSPENDED = "Suspended"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+class ConditionType(enum.StrEnum):
+    CREATED = "Created"
+    RUNNING = "Running"
+    RESTARTING = "Restarting"
+    SUSPENDED = "Suspended"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+# A finished job stays finished whatever else is true; then suspension hides activity.
+_STATE_PRECEDENCE = (
+    (ConditionType.FAILED, JobState.FAILED),
+    (ConditionType.SUCCEEDED, JobState.SUCCEEDED),
+    (ConditionType.SUSPENDED, JobState.SUSPENDED),
+    (ConditionType.RESTARTING, JobState.RESTARTING),
+    (ConditionType.RUNNING, JobState.RUNNING),
+    (ConditionType.CREATED, JobState.CREATED),
+)
+
+
+def state_of(conditions: tuple[meta.Condition, ...]) -> JobState:
+    """The one current state implied by the conditions, never the last one written."""
+    true = {c.type for c in conditions if c.is_true()}
+    return next((state for ctype, state in _STATE_PRECEDENCE if ctype in true), JobState.PENDING)
+
+
+@attrs.frozen(kw_only=True, field_transformer=schema.validated)
+class ReplicaStatus:
+    """Pods of one replica type, by phase."""
+
+    active: Annotated[int, schema.Field(minimum=0)] = 0
+    ready: Annotated[int, schema.Field(minimum=0)] = 0
+    succeeded: Annotated[int, schema.Field(minimum=0)] = 0
+    failed: Annotated[int, schema.Field(minimum=0)] = 0
+    selector: Annotated[str | None, schema.Field(doc="Label selector of these pods.")] = None
+
+
+@attrs.frozen(kw_only=True, field_transformer=schema.validated)
+class RestartCounts:
+    """Restarts performed, by what paid for them."""
+
+    user_code: Annotated[int, schema.Field(minimum=0)] = 0
+    infrastructure: Annotated[int, schema.Field(minimum=0)] = 0
+    uncharged: Annotated[int, schema.Field(minimum=0, doc="Restarts by rules that spend no budget.")] = 0
+
+    @property
+    def total(self) -> int:
+        return self.user_code + self.infrastructure + self.uncharged
+
+
+@attrs.frozen(kw_only=True, field_transformer=schema.validated)
+class FailureRecord:
+    """One pod failure and what was done about it."""
+
+    time: datetime.datetime = attrs.field(converter=meta.utc)
+    replica_type: str
+    index: Annotated[int, schema.Field(minimum=0)]
+    pod: str
+    node: str | None = None
+    exit_code: Annotated[int | None, schema.Field(minimum=0, maximum=255)] = None
+    reason: str | None = None
+    failure_class: Annotated[policy_types.FailureClass, schema.Field(wire="class")]
+    rule: Annotated[str | None, schema.Field(doc="The failure rule that matched, if any.")] = None
+    action: policy_types.FailureAction
+
+
+@attrs.frozen(kw_only=True, field_transformer=schema.validated)
+class TrainingJobStatus:
+    """The observed state of the job; written only by the operator."""
+
+    state: Annotated[JobState | None, schema.Field(doc="The current state, derived from the conditions.")] = (
+        None
+    )
+    conditions: Annotated[
+        tuple[meta.Condition, ...], schema.Field(max_items=16, list_map_keys=("type",))
+    ] = ()
+    replica_statuses: Annotated[
+        dict[str, ReplicaStatus],
+        schema.Field(max_properties=MAX_REPLICA_TYPES, keys=schema.Field(pattern=REPLICA_TYPE)),
+    ] = attrs.field(factory=dict)
+    start_time: datetime.datetime | None = attrs.field(default=None, converter=meta.utc_or_none)
+    completion_time: datetime.datetime | None = attrs.field(default=None, converter=meta.utc_or_none)
+    restarts: RestartCounts = attrs.field(factory=RestartCounts)
+    failures: Annotated[
+        tuple[FailureRecord, ...],
+        schema.Field(max_items=MAX_FAILURE_HISTORY, doc="The most recent pod failures, oldest first."),
+    ] = ()
+    observed_generation: Annotated[int | None, schema.Field(minimum=0)] = None
+
+
+NAME_IS_LABEL = schema.Rule(
+    cel=f"self.metadata.name.matches('{DNS1035_LABEL}')",
+    message="metadata.name must be a DNS-1035 label: lower case letters, digits and '-', starting with a letter",
+)
+NAMES_TOO_LONG = "metadata.name is too long: every {name}-{type}-{index} must fit in 63 characters"
+
+
+def last_index_cel(replicas: str) -> str:
+    """CEL for the largest index of a replica type, given CEL for its (optional) replicas."""
+    count = f"(has({replicas}) ? {replicas} : 1)"
+    return f"({count} > 0 ? {count} - 1 : 0)"
+
+
+@attrs.frozen(kw_only=True, field_transformer=schema.validated)
+class TrainingJob:
+    """A distributed training job, for any framework in the operator's registry."""
+
+    api_version: str = attrs.field(
+        default=groupversion_info.API_VERSION, validator=validation.constant(groupversion_info.API_VERSION)
+    )
+    kind: str = attrs.field(
+        default=groupversion_info.KIND, validator=validation.constant(groupversion_info.KIND)
+    )
+    metadata: meta.ObjectMeta = attrs.field(factory=meta.ObjectMeta)
+    spec: TrainingJobSpec
+    status: TrainingJobStatus = attrs.field(factory=TrainingJobStatus)
+
+    cel_rules: ClassVar[tuple[schema.Rule, ...]] = (
+        NAME_IS_LABEL,
+        schema.Rule(
+            cel="self.spec.replicaSpecs.all(t, size(self.metadata.name) + size(t) + size(string("
+            + last_index_cel("self.spec.replicaSpecs[t].replicas")
+            + ")) + 2 <= 63)",
+            message=NAMES_TOO_LONG,
+        ),
+    )
+    printer_columns: ClassVar[tuple[Mapping[str, Any], ...]] = (
+        {
+            "name": "State",
+            "type": "string",
+            "jsonPath": ".status.state",
+            "description": "Current state, derived from the conditions",
+        },
+        {
+            "name": "Restarts",
+            "type": "integer",
+            "jsonPath": ".status.restarts.userCode",
+            "description": "Restarts charged to user code",
+        },
+        {
+            "name": "Infra-Restarts",
+            "type": "integer",
+            "jsonPath": ".status.restarts.infrastructure",
+            "priority": 1,
+            "description": "Restarts charged to infrastructure",
+        },
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    )
+
+    def __attrs_post_init__(self) -> None:
+        replicas = {t: r.replicas for t, r in self.spec.replica_specs.items()}
+        errors = list(name_errors(self.metadata.name, replicas))
+        if errors:
+            raise validation.ValidationError(errors)
+
+
+def name_errors(name: str | None, replicas: Mapping[str, int]) -> Iterator[validation.FieldError]:
+    """Why the pods and Services of a job could not be named, if they could not.
+
+    ``replicas`` maps each replica type to its replica count.
+    """
+    if name is None:
+        return
+    if not re.search(DNS1035_LABEL, name):
+        yield validation.FieldError(
+            path=("metadata", "name"),
+            message=f"{name!r} must be a DNS-1035 label: lower case letters, digits and '-', starting with a letter",
+        )
+        return
+    for t, count in replicas.items():
+        longest = f"{name}-{t.lower()}-{max(count - 1, 0)}"
+        if len(longest) > MAX_NAME_LENGTH:
+            yield validation.FieldError(
+                path=("metadata", "name"),
+                message=f"too long: pod name {longest!r} has {len(longest)} characters, at most {MAX_NAME_LENGTH}",
+            )

@@ -1,0 +1,78 @@
+"""The ``kubetrain`` command.
+
+``kubetrain render FILE`` prints every object the operator would create for the
+TrainingJob(s) in FILE (either API version; ``-`` reads standard input) — no cluster
+needed. ``kubetrain manifests`` regenerates the CRD from the API types; with
+``--check`` it only reports whether the checked-in CRD is current. Bad input is
+reported as ``error: path: message`` lines and exit status 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+import yaml
+
+from kubetrain.api import crd, scheme, validation
+from kubetrain.operator import render
+from kubetrain.operator.frameworks import registry
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except (validation.ValidationError, registry.UnknownFrameworkError, yaml.YAMLError, OSError) as e:
+        for line in str(e).splitlines():
+            print(f"error: {line}", file=sys.stderr)
+        return 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kubetrain", description="Distributed training on Kubernetes.")
+    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    p = sub.add_parser("render", help="print the objects the operator would create for a TrainingJob")
+    p.add_argument("file", help="YAML with one or more TrainingJobs (v1alpha1 or v1beta1); - for stdin")
+    p.set_defaults(run=_render)
+
+    p = sub.add_parser("manifests", help="regenerate the CRD from the API types")
+    p.add_argument("--root", default=".", help="the repository root (default: .)")
+    p.add_argument("--check", action="store_true", help="only fail if the checked-in CRD is stale")
+    p.set_defaults(run=_manifests)
+    return parser
+
+
+def _render(args: argparse.Namespace) -> int:
+    text = sys.stdin.read() if args.file == "-" else pathlib.Path(args.file).read_text()
+    docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    objects: list[dict[str, Any]] = []
+    for doc in docs:
+        job = scheme.to_hub(scheme.decode(doc))
+        objects.extend(render.render(job, registry.default().get(job.spec.framework.name)))
+    _dump(objects, sys.stdout)
+    return 0
+
+
+def _dump(objects: list[dict[str, Any]], out: TextIO) -> None:
+    yaml.safe_dump_all(objects, out, sort_keys=False, width=120)
+
+
+def _manifests(args: argparse.Namespace) -> int:
+    path = pathlib.Path(args.root) / crd.CRD_PATH
+    wanted = crd.render()
+    if args.check:
+        if not path.exists() or path.read_text() != wanted:
+            print(f"{path} is stale: run `make manifests`", file=sys.stderr)
+            return 1
+        return 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(wanted)
+    print(f"wrote {path}")
+    return 0

@@ -1,0 +1,177 @@
+"""The contract every framework plugin fulfils.
+
+A :class:`Framework` is a frozen value: the replica types it accepts (with their
+counts), its main container, port and defaults, and three pure functions — the env of
+one replica, the files shared by the job (an MPI hostfile, say), and any extra
+validation. The generic reconciler and :mod:`kubetrain.operator.render` need nothing
+else to run a framework. Plugins see the job through a :class:`World`: every replica
+with its stable host name and port, in the framework's order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+import attrs
+
+from kubetrain.api import v1beta1, validation
+from kubetrain.operator import naming
+
+__all__ = [
+    "Framework",
+    "Replica",
+    "ReplicaType",
+    "World",
+    "gpus_requested",
+    "main_container",
+    "validate",
+]
+
+Env = Mapping[str, str]
+
+
+@attrs.frozen(kw_only=True)
+class ReplicaType:
+    """A replica type a framework accepts; matched to the job's keys ignoring case."""
+
+    name: str
+    min_replicas: int = 0
+    max_replicas: int | None = None
+    master: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class Replica:
+    """One member of the job: its type (as the job spells it), index, names and port."""
+
+    type: str
+    index: int
+    name: str
+    host: str
+    port: int
+    spec: v1beta1.ReplicaSpec
+
+
+@attrs.frozen(kw_only=True)
+class World:
+    """Every replica of a job, with the names its pods and Services will have."""
+
+    job: v1beta1.TrainingJob
+    replicas: tuple[Replica, ...]
+
+    @classmethod
+    def of(cls, job: v1beta1.TrainingJob, fw: Framework) -> World:
+        name = job.metadata.name or ""
+        namespace = job.metadata.namespace or "default"
+        replicas = tuple(
+            Replica(
+                type=key,
+                index=i,
+                name=naming.replica_name(name, key, i),
+                host=naming.host(name, namespace, key, i),
+                port=job.spec.replica_specs[key].port or fw.port,
+                spec=job.spec.replica_specs[key],
+            )
+            for key in fw.order(job.spec.replica_specs)
+            for i in range(job.spec.replica_specs[key].replicas)
+        )
+        return cls(job=job, replicas=replicas)
+
+    def of_type(self, name: str) -> tuple[Replica, ...]:
+        return tuple(r for r in self.replicas if r.type.lower() == name.lower())
+
+    def first(self, *names: str) -> Replica | None:
+        """Replica 0 of the first of ``names`` that the job has."""
+        for name in names:
+            found = self.of_type(name)
+            if found:
+                return found[0]
+        return None
+
+
+def _no_files(_world: World) -> Mapping[str, str]:
+    return {}
+
+
+def _no_rules(_job: v1beta1.TrainingJob) -> Iterable[validation.FieldError]:
+    return ()
+
+
+@attrs.frozen(kw_only=True)
+class Framework:
+    name: str
+    replica_types: tuple[ReplicaType, ...]
+    container: str
+    port: int
+    port_name: str
+    restart_policy: v1beta1.RestartPolicy
+    restart_scope: v1beta1.RestartScope
+    success: Callable[[v1beta1.TrainingJobSpec], v1beta1.SuccessPolicy]
+    env: Callable[[World, Replica], Env]
+    files: Callable[[World], Mapping[str, str]] = _no_files
+    extra_rules: Callable[[v1beta1.TrainingJob], Iterable[validation.FieldError]] = _no_rules
+    services: bool = True
+
+    def type_of(self, key: str) -> ReplicaType | None:
+        return next((t for t in self.replica_types if t.name.lower() == key.lower()), None)
+
+    def order(self, keys: Iterable[str]) -> list[str]:
+        """The job's replica types in this framework's order (unknown ones last)."""
+        rank = {t.name.lower(): i for i, t in enumerate(self.replica_types)}
+        return sorted(keys, key=lambda k: (rank.get(k.lower(), len(rank)), k))
+
+
+def main_container(template: Mapping[str, Any], name: str) -> dict[str, Any] | None:
+    """The container named ``name``, or the only container; ``None`` if ambiguous."""
+    containers: list[dict[str, Any]] = template["spec"]["containers"]
+    named = [c for c in containers if c.get("name") == name]
+    if named:
+        return named[0]
+    return containers[0] if len(containers) == 1 else None
+
+
+def gpus_requested(container: Mapping[str, Any]) -> int:
+    """GPUs a container asks for, from any ``*/gpu`` resource limit."""
+    limits = (container.get("resources") or {}).get("limits") or {}
+    total = 0
+    for resource, amount in limits.items():
+        if str(resource).endswith("/gpu"):
+            try:
+                total += int(str(amount))
+            except ValueError:
+                continue
+    return total
+
+
+def validate(framework: Framework, job: v1beta1.TrainingJob) -> list[validation.FieldError]:
+    """Every reason ``framework`` cannot run ``job``, with paths in the job."""
+    return [*_replica_errors(framework, job), *framework.extra_rules(job)]
+
+
+def _replica_errors(fw: Framework, job: v1beta1.TrainingJob) -> Iterator[validation.FieldError]:
+    specs = job.spec.replica_specs
+    allowed = ", ".join(t.name for t in fw.replica_types)
+    for key, spec in specs.items():
+        path = ("spec", "replicaSpecs", key)
+        rt = fw.type_of(key)
+        if fw.replica_types and rt is None:
+            yield validation.FieldError(
+                path=path, message=f"{fw.name} has no replica type {key} (allowed: {allowed})"
+            )
+            continue
+        if rt is not None and rt.max_replicas is not None and spec.replicas > rt.max_replicas:
+            yield validation.FieldError(
+                path=(*path, "replicas"), message=f"{fw.name} allows at most {rt.max_replicas} {rt.name}"
+            )
+        if main_container(spec.template, fw.container) is None:
+            yield validation.FieldError(
+                path=(*path, "template", "spec", "containers"),
+                message=f"name one container {fw.container!r}, or keep a single container",
+            )
+    present = {k.lower(): s.replicas for k, s in specs.items()}
+    for rt in fw.replica_types:
+        if rt.min_replicas and present.get(rt.name.lower(), 0) < rt.min_replicas:
+            yield validation.FieldError(
+                path=("spec", "replicaSpecs"), message=f"{fw.name} needs at least {rt.min_replicas} {rt.name}"
+            )

@@ -1,0 +1,102 @@
+"""PyTorch: a Master and Workers, for plain ``torch.distributed`` and for torchrun.
+
+Every pod is one node. Node rank 0 is the Master (or Worker 0 when there is no Master);
+workers follow. Each main container (``pytorch``) gets:
+
+- ``MASTER_ADDR``, ``MASTER_PORT``: the rank-0 node's Service and port;
+- ``WORLD_SIZE``: nodes x processes per node; ``RANK``: the global rank of this node's
+  first process (node rank x processes per node) — exact for one process per pod, and
+  torchrun replaces both for the processes it starts;
+- torchrun's ``PET_MASTER_ADDR``, ``PET_MASTER_PORT``, ``PET_NNODES``, ``PET_NODE_RANK``,
+  ``PET_NPROC_PER_NODE``;
+- with ``framework.pytorch.elastic``: ``PET_NNODES=min:max``, ``PET_RDZV_BACKEND``,
+  ``PET_RDZV_ENDPOINT``, ``PET_RDZV_ID``, ``PET_RDZV_CONF`` and ``PET_MAX_RESTARTS``.
+
+Processes per node come from ``nprocPerNode``, else the GPUs the container requests,
+else 1. DDP hangs when one rank dies, so a restart recreates the whole job by default.
+"""
+
+from collections.abc import Iterator, Mapping
+
+from kubetrain.api import v1beta1, validation
+from kubetrain.operator.frameworks import framework
+
+__all__ = ["FRAMEWORK", "nproc_per_node"]
+
+
+def nproc_per_node(world: framework.World, replica: framework.Replica) -> str:
+    options = world.job.spec.framework.pytorch or v1beta1.PyTorchOptions()
+    if options.nproc_per_node is not None:
+        return options.nproc_per_node
+    container = framework.main_container(replica.spec.template, FRAMEWORK.container) or {}
+    return str(framework.gpus_requested(container) or 1)
+
+
+def _env(world: framework.World, replica: framework.Replica) -> Mapping[str, str]:
+    master = world.first("Master", "Worker")
+    assert master is not None, "validation guarantees a Master or a Worker"
+    nodes = world.replicas
+    node_rank = nodes.index(replica)
+    nproc = nproc_per_node(world, replica)
+    # auto/gpu/cpu are resolved by torchrun itself; GPUs are the best guess for the sizes here.
+    container = framework.main_container(replica.spec.template, FRAMEWORK.container) or {}
+    per_node = int(nproc) if nproc.isdigit() else framework.gpus_requested(container) or 1
+    env = {
+        "MASTER_ADDR": master.host,
+        "MASTER_PORT": str(master.port),
+        "WORLD_SIZE": str(len(nodes) * per_node),
+        "RANK": str(node_rank * per_node),
+        "PET_MASTER_ADDR": master.host,
+        "PET_MASTER_PORT": str(master.port),
+        "PET_NNODES": str(len(nodes)),
+        "PET_NODE_RANK": str(node_rank),
+        "PET_NPROC_PER_NODE": nproc,
+        "PYTHONUNBUFFERED": "1",
+    }
+    options = world.job.spec.framework.pytorch
+    if options is not None and options.elastic is not None:
+        elastic = options.elastic
+        env.update(
+            {
+                "PET_NNODES": f"{elastic.min_replicas}:{elastic.max_replicas}",
+                "PET_RDZV_BACKEND": elastic.rdzv_backend,
+                "PET_RDZV_ENDPOINT": f"{master.host}:{master.port}",
+                "PET_RDZV_ID": elastic.rdzv_id or world.job.metadata.uid or world.job.metadata.name or "",
+            }
+        )
+        if elastic.rdzv_conf:
+            env["PET_RDZV_CONF"] = ",".join(f"{k}={v}" for k, v in sorted(elastic.rdzv_conf.items()))
+        if elastic.max_restarts is not None:
+            env["PET_MAX_RESTARTS"] = str(elastic.max_restarts)
+    return env
+
+
+def _success(spec: v1beta1.TrainingJobSpec) -> v1beta1.SuccessPolicy:
+    keys = {k.lower(): k for k in spec.replica_specs}
+    if "master" in keys:
+        return v1beta1.SuccessPolicy(targets=(v1beta1.SuccessTarget(replica_type=keys["master"], index=0),))
+    return v1beta1.SuccessPolicy(targets=(v1beta1.SuccessTarget(replica_type=keys.get("worker", "Worker")),))
+
+
+def _rules(job: v1beta1.TrainingJob) -> Iterator[validation.FieldError]:
+    if not any(s.replicas > 0 for s in job.spec.replica_specs.values()):
+        yield validation.FieldError(
+            path=("spec", "replicaSpecs"), message="pytorch needs a Master or a Worker"
+        )
+
+
+FRAMEWORK = framework.Framework(
+    name="pytorch",
+    replica_types=(
+        framework.ReplicaType(name="Master", max_replicas=1, master=True),
+        framework.ReplicaType(name="Worker"),
+    ),
+    container="pytorch",
+    port=23456,
+    port_name="pytorchjob-port",
+    restart_policy=v1beta1.RestartPolicy.NEVER,
+    restart_scope=v1beta1.RestartScope.JOB,
+    success=_success,
+    env=_env,
+    extra_rules=_rules,
+)

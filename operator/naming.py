@@ -1,0 +1,47 @@
+"""Names and labels of the objects a TrainingJob owns.
+
+Every replica gets a Pod and a headless Service named ``{job}-{type}-{index}`` (type in
+lower case), resolvable as ``{job}-{type}-{index}.{namespace}.svc``. The labels below
+select a job's objects, one replica type, or one replica.
+"""
+
+from collections.abc import Mapping
+
+__all__ = [
+    "JOB_NAME",
+    "JOB_ROLE",
+    "REPLICA_INDEX",
+    "REPLICA_TYPE",
+    "host",
+    "labels",
+    "replica_name",
+    "selector",
+]
+
+PREFIX = "training.kubetrain.dev/"
+JOB_NAME = PREFIX + "job-name"
+REPLICA_TYPE = PREFIX + "replica-type"
+REPLICA_INDEX = PREFIX + "replica-index"
+JOB_ROLE = PREFIX + "job-role"
+
+
+def replica_name(job: str, replica_type: str, index: int) -> str:
+    return f"{job}-{replica_type.lower()}-{index}"
+
+
+def host(job: str, namespace: str, replica_type: str, index: int) -> str:
+    return f"{replica_name(job, replica_type, index)}.{namespace}.svc"
+
+
+def labels(job: str, replica_type: str, index: int, *, master: bool) -> dict[str, str]:
+    return {
+        JOB_NAME: job,
+        REPLICA_TYPE: replica_type.lower(),
+        REPLICA_INDEX: str(index),
+        JOB_ROLE: "master" if master else "worker",
+    }
+
+
+def selector(match: Mapping[str, str]) -> str:
+    """A label selector string, e.g. for ``status.replicaStatuses[].selector``."""
+    return ",".join(f"{k}={v}" for k, v in sorted(match.items()))

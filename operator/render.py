@@ -1,0 +1,156 @@
+"""Every object of a TrainingJob, computed from the job alone.
+
+:func:`render` is pure: given a v1beta1 job and its framework it returns the
+ConfigMap (when the framework has files), one headless Service per replica (when the
+framework needs them) and one Pod per replica, as plain dictionaries ready for the
+apiserver. The reconciler creates exactly these; ``kubetrain render`` prints them.
+
+Precedence: a variable that the user already set in the main container is kept, and
+the framework's value for it is not added — user intent wins and nothing is silently
+overwritten. Labels and annotations of the pod template are kept; kubetrain's own
+labels are added on top because selectors depend on them.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from kubetrain.api import v1beta1, validation
+from kubetrain.operator import naming
+from kubetrain.operator.frameworks import framework as fw_contract
+
+__all__ = ["CONFIG_MOUNT", "owner_reference", "pod_restart_policy", "render"]
+
+CONFIG_MOUNT = "/etc/kubetrain"
+_CONFIG_VOLUME = "kubetrain-config"
+
+Object = dict[str, Any]
+
+
+def render(job: v1beta1.TrainingJob, fw: fw_contract.Framework) -> list[Object]:
+    """ConfigMap, Services and Pods of ``job``; raises ValidationError if it cannot run."""
+    errors = fw_contract.validate(fw, job)
+    if errors:
+        raise validation.ValidationError(errors)
+    world = fw_contract.World.of(job, fw)
+    files = fw.files(world)
+    objects: list[Object] = []
+    if files:
+        objects.append(_config_map(job, files))
+    if fw.services:
+        objects.extend(_service(job, fw, r) for r in world.replicas)
+    objects.extend(_pod(job, fw, world, r, has_files=bool(files)) for r in world.replicas)
+    return objects
+
+
+def owner_reference(job: v1beta1.TrainingJob) -> list[Object]:
+    """The controller owner reference to ``job``, if it has a UID yet."""
+    if not job.metadata.uid:
+        return []
+    return [
+        {
+            "apiVersion": job.api_version,
+            "kind": job.kind,
+            "name": job.metadata.name,
+            "uid": job.metadata.uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+
+
+def pod_restart_policy(policy: v1beta1.RestartPolicy) -> str:
+    # ExitCode is decided by the operator from the exit code, so the kubelet must not restart.
+    return "Never" if policy is v1beta1.RestartPolicy.EXIT_CODE else policy.value
+
+
+def _metadata(job: v1beta1.TrainingJob, name: str, labels: dict[str, str], **extra: Any) -> Object:
+    meta: Object = {"name": name, "namespace": job.metadata.namespace or "default", "labels": labels}
+    meta.update(extra)
+    owners = owner_reference(job)
+    if owners:
+        meta["ownerReferences"] = owners
+    return meta
+
+
+def _config_map(job: v1beta1.TrainingJob, files: dict[str, str] | Any) -> Object:
+    name = job.metadata.name or ""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _metadata(job, f"{name}-config", {naming.JOB_NAME: name}),
+        "data": dict(files),
+    }
+
+
+def _replica_labels(
+    job: v1beta1.TrainingJob, fw: fw_contract.Framework, r: fw_contract.Replica
+) -> dict[str, str]:
+    rt = fw.type_of(r.type)
+    return naming.labels(job.metadata.name or "", r.type, r.index, master=rt is not None and rt.master)
+
+
+def _service(job: v1beta1.TrainingJob, fw: fw_contract.Framework, r: fw_contract.Replica) -> Object:
+    labels = _replica_labels(job, fw, r)
+    selector = {k: labels[k] for k in (naming.JOB_NAME, naming.REPLICA_TYPE, naming.REPLICA_INDEX)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(job, r.name, labels),
+        "spec": {
+            "clusterIP": "None",
+            "selector": selector,
+            # Peers must resolve each other while they start, before any is Ready.
+            "publishNotReadyAddresses": True,
+            "ports": [{"name": fw.port_name, "port": r.port, "targetPort": r.port}],
+        },
+    }
+
+
+def _pod(
+    job: v1beta1.TrainingJob,
+    fw: fw_contract.Framework,
+    world: fw_contract.World,
+    r: fw_contract.Replica,
+    *,
+    has_files: bool,
+) -> Object:
+    template = copy.deepcopy(dict(r.spec.template))
+    tmeta = template.get("metadata") or {}
+    spec: Object = template["spec"]
+    labels = {**(tmeta.get("labels") or {}), **_replica_labels(job, fw, r)}
+    extra = {"annotations": tmeta["annotations"]} if tmeta.get("annotations") else {}
+    spec["hostname"] = r.name
+    if fw.services:
+        spec["subdomain"] = r.name
+    spec["restartPolicy"] = pod_restart_policy(r.spec.restart_policy or fw.restart_policy)
+    container = fw_contract.main_container(template, fw.container)
+    assert container is not None, "validated above"
+    _add_env(container, fw.env(world, r))
+    _add_port(container, fw.port_name, r.port)
+    if has_files:
+        spec.setdefault("volumes", []).append(
+            {"name": _CONFIG_VOLUME, "configMap": {"name": f"{job.metadata.name}-config"}}
+        )
+        container.setdefault("volumeMounts", []).append(
+            {"name": _CONFIG_VOLUME, "mountPath": CONFIG_MOUNT, "readOnly": True}
+        )
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": _metadata(job, r.name, labels, **extra),
+        "spec": spec,
+    }
+
+
+def _add_env(container: Any, env: Any) -> None:
+    current = container.setdefault("env", [])
+    user_set = {e.get("name") for e in current}
+    current.extend({"name": k, "value": v} for k, v in env.items() if k not in user_set)
+
+
+def _add_port(container: Any, name: str, port: int) -> None:
+    ports = container.setdefault("ports", [])
+    if not any(p.get("containerPort") == port for p in ports):
+        ports.append({"name": name, "containerPort": port})
