@@ -79,16 +79,12 @@ def _strict(expected: type, label: str) -> Callable[[Any, Any], Any]:
     return hook
 
 
-def _enum_hook(cls: type[enum.Enum]) -> Callable[[Any, Any], Any]:
-    allowed = ", ".join(str(e.value) for e in cls)
-
-    def hook(value: Any, _: Any) -> Any:
-        try:
-            return cls(value)
-        except ValueError:
-            raise _MismatchError(f"{value!r} is not one of: {allowed}") from None
-
-    return hook
+def _structure_enum(value: Any, cls: type[enum.Enum]) -> Any:
+    try:
+        return cls(value)
+    except ValueError:
+        allowed = ", ".join(str(e.value) for e in cls)
+        raise _MismatchError(f"{value!r} is not one of: {allowed}") from None
 
 
 def _guard(check: type, label: str, inner: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
@@ -110,13 +106,13 @@ def _is_mapping(tp: Any) -> bool:
 
 def _make_converter() -> cattrs.Converter:
     c = cattrs.Converter(forbid_extra_keys=True)
-    c.register_structure_hook(bool, _strict(bool, "boolean"))
-    c.register_structure_hook(int, _strict(int, "integer"))
-    c.register_structure_hook(float, _strict(float, "number"))
-    c.register_structure_hook(str, _strict(str, "string"))
+    for tp, label in ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string")):
+        c.register_structure_hook(tp, _strict(tp, label))
+    # A StrEnum is also a str; registering its own class makes it the more specific match.
+    c.register_structure_hook(enum.StrEnum, _structure_enum)
+    c.register_structure_hook(enum.Enum, _structure_enum)
     c.register_structure_hook(datetime.datetime, _parse_time)
     c.register_unstructure_hook(datetime.datetime, format_time)
-    c.register_structure_hook_factory(lambda t: isinstance(t, type) and issubclass(t, enum.Enum), _enum_hook)
 
     def tuple_factory(tp: Any) -> Callable[[Any, Any], Any]:
         item = typing.get_args(tp)[0]

@@ -394,9 +394,19 @@ class TrainingJob:
 
     def __attrs_post_init__(self) -> None:
         replicas = {t: r.replicas for t, r in self.spec.replica_specs.items()}
-        errors = list(name_errors(self.metadata.name, replicas))
+        errors = [*name_errors(self.metadata.name, replicas), *self._status_key_errors()]
         if errors:
             raise validation.ValidationError(errors)
+
+    def _status_key_errors(self) -> Iterator[validation.FieldError]:
+        # Status speaks of the spec's replica types, spelled the same way.
+        spelled = {t.lower(): t for t in self.spec.replica_specs}
+        for key in self.status.replica_statuses:
+            if spelled.setdefault(key.lower(), key) != key:
+                yield validation.FieldError(
+                    path=("status", "replicaStatuses", key),
+                    message=f"must be spelled {spelled[key.lower()]} as in spec.replicaSpecs",
+                )
 
 
 def name_errors(name: str | None, replicas: Mapping[str, int]) -> Iterator[validation.FieldError]:

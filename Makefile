@@ -1,0 +1,50 @@
+# kubetrain's one entry point. `make test` is what CI runs (.ci/run) and what the README says.
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# The repository root holds folders named api/ and operator/; never let Python import from it,
+# or they would shadow the standard library's `operator` module.
+export PYTHONSAFEPATH := 1
+
+.PHONY: help
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(VENV)/.deps: pyproject.toml
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "kubetrain needs Python 3.11 or newer"'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip setuptools
+	$(BIN)/pip install --quiet -e '.[test]' --config-settings editable_mode=strict
+	touch $@
+
+.PHONY: install
+install: $(VENV)/.deps ## create .venv and install kubetrain with its test tools
+	@# A strict editable install links files one by one: relink so new modules are seen.
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e . --config-settings editable_mode=strict
+
+.PHONY: lint
+lint: install ## ruff (lint and format) and mypy --strict
+	$(BIN)/ruff check api operator tests
+	$(BIN)/ruff format --check api operator tests
+	$(BIN)/mypy -p kubetrain.api -p kubetrain.operator
+
+.PHONY: manifests
+manifests: install ## regenerate config/crd from the API types
+	$(BIN)/kubetrain manifests
+
+.PHONY: unit
+unit: install ## unit and property tests only (no cluster)
+	$(BIN)/pytest tests/unit tests/property
+
+.PHONY: test
+test: lint ## everything CI runs: lint, types, and every test tier
+	$(BIN)/kubetrain manifests --check
+	$(BIN)/pytest --hypothesis-show-statistics $(PYTEST_ARGS)
+
+.PHONY: clean
+clean: ## remove the virtualenv and caches
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,0 +1,1 @@
+"""Builders and hypothesis strategies shared by every test tier (importable as `testkit`)."""

@@ -1,0 +1,409 @@
+"""Hypothesis strategies that generate *valid* API values of both versions.
+
+Each strategy respects every rule of the types (bounds, patterns, cross-field rules),
+so a failure in a property test is a real bug, not a generator artefact. Free-form
+parts (pod templates, third-party options) carry arbitrary JSON to prove it survives.
+"""
+
+from __future__ import annotations
+
+import datetime
+import string
+from typing import Any
+
+from hypothesis import strategies as st
+
+from kubetrain.api import meta, v1alpha1, v1beta1
+from kubetrain.api.v1alpha1 import trainingjob_conversion
+
+# --- small pieces -------------------------------------------------------------------------
+
+LOWER = string.ascii_lowercase
+UPPER = string.ascii_uppercase
+
+
+def word(first: str, rest: str, max_size: int, last: str | None = None) -> st.SearchStrategy[str]:
+    """first char, then up to max_size-1 more; built directly because from_regex is slow."""
+    body = (
+        st.text(alphabet=rest, max_size=max_size - 2)
+        if last
+        else st.text(alphabet=rest, max_size=max_size - 1)
+    )
+    tail = st.sampled_from(["", *last]) if last else st.just("")
+    return st.builds(lambda a, b, c: a + (b + c if c else ""), st.sampled_from(first), body, tail)
+
+
+dns_label = word(LOWER, LOWER + string.digits + "-", 12, last=LOWER + string.digits)
+camel_word = word(UPPER, LOWER + UPPER + string.digits, 8)
+upper_word = word(UPPER, UPPER + string.digits, 8)
+rule_name = word(LOWER, LOWER + UPPER + string.digits, 9)
+runtime_id = word(LOWER + string.digits, LOWER + string.digits, 8)
+reason = word(UPPER, LOWER + UPPER + string.digits, 11)
+times = st.datetimes(
+    min_value=datetime.datetime(2000, 1, 1),
+    max_value=datetime.datetime(2100, 1, 1),
+    timezones=st.just(datetime.UTC),
+).map(meta.utc)
+small = st.integers(min_value=0, max_value=1000)
+json_scalars = st.none() | st.booleans() | st.integers(-(2**31), 2**31) | st.text(max_size=8)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+json_objects = st.dictionaries(st.text(min_size=1, max_size=6), json_values, max_size=3)
+
+
+def optional(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.none() | strategy
+
+
+@st.composite
+def pod_templates(draw: st.DrawFn, container_name: str | None = None) -> dict[str, Any]:
+    names = draw(st.lists(dns_label, min_size=1, max_size=2, unique=True))
+    if container_name is not None:
+        names[0] = container_name
+    containers = [{**draw(json_objects), "name": n} for n in dict.fromkeys(names)]
+    out: dict[str, Any] = {"spec": {**draw(json_objects), "containers": containers}}
+    if draw(st.booleans()):
+        out["metadata"] = {"labels": draw(st.dictionaries(dns_label, dns_label, max_size=2))}
+    return out
+
+
+conditions = st.lists(
+    st.builds(
+        meta.Condition,
+        type=st.sampled_from([c.value for c in v1beta1.ConditionType]),
+        status=st.sampled_from(meta.ConditionStatus),
+        reason=reason,
+        message=st.text(max_size=20),
+        last_transition_time=times,
+        observed_generation=optional(small),
+    ),
+    max_size=4,
+    unique_by=lambda c: c.type,
+).map(tuple)
+
+object_meta = st.builds(
+    meta.ObjectMeta,
+    name=dns_label,
+    namespace=optional(dns_label),
+    uid=optional(st.uuids().map(str)),
+    resource_version=optional(st.integers(1, 10**6).map(str)),
+    generation=optional(st.integers(1, 100)),
+    creation_timestamp=optional(times),
+    labels=st.dictionaries(dns_label, dns_label, max_size=2),
+    annotations=st.dictionaries(
+        dns_label.filter(lambda k: k != trainingjob_conversion.CONVERSION_DATA),
+        st.text(max_size=10),
+        max_size=2,
+    ),
+    finalizers=st.lists(dns_label, max_size=1).map(tuple),
+)
+
+# --- v1beta1 ------------------------------------------------------------------------------
+
+KNOWN_TYPES = ["Master", "Chief", "Worker", "PS", "Evaluator", "Scheduler", "Server", "Launcher"]
+
+
+@st.composite
+def replica_type_names(draw: st.DrawFn) -> list[str]:
+    names = draw(st.lists(st.sampled_from(KNOWN_TYPES) | camel_word, min_size=1, max_size=4))
+    unique: dict[str, str] = {}
+    for n in names:
+        unique.setdefault(n.lower(), n)
+    return list(unique.values())
+
+
+framework_names = st.sampled_from(["tensorflow", "pytorch", "caffe2", "mxnet", "my-framework"])
+
+
+@st.composite
+def framework_specs(draw: st.DrawFn) -> v1beta1.FrameworkSpec:
+    name = draw(framework_names)
+    if name == "tensorflow":
+        return v1beta1.FrameworkSpec(
+            name=name,
+            tensorflow=draw(
+                optional(
+                    st.builds(v1beta1.TensorFlowOptions, environment=st.sampled_from(["cloud", "local", ""]))
+                )
+            ),
+        )
+    if name == "pytorch":
+        elastic = st.integers(1, 8).flatmap(
+            lambda lo: st.builds(
+                v1beta1.ElasticPolicy,
+                min_replicas=st.just(lo),
+                max_replicas=st.integers(lo, 16),
+                rdzv_backend=st.sampled_from(["c10d", "etcd", "static"]),
+                rdzv_id=optional(dns_label),
+                rdzv_conf=st.dictionaries(dns_label, dns_label, max_size=2),
+                max_restarts=optional(small),
+            )
+        )
+        return v1beta1.FrameworkSpec(
+            name=name,
+            pytorch=draw(
+                optional(
+                    st.builds(
+                        v1beta1.PyTorchOptions,
+                        nproc_per_node=optional(st.sampled_from(["auto", "gpu", "4"])),
+                        elastic=optional(elastic),
+                    )
+                )
+            ),
+        )
+    if name == "caffe2":
+        backend = st.one_of(
+            st.builds(
+                v1beta1.Caffe2Backend,
+                type=st.just(v1beta1.Caffe2BackendType.REDIS),
+                redis_host=dns_label,
+                redis_port=optional(st.integers(1, 65535)),
+            ),
+            st.builds(
+                v1beta1.Caffe2Backend,
+                type=st.just(v1beta1.Caffe2BackendType.NFS),
+                nfs_path=st.just("/mnt/shared"),
+            ),
+            st.builds(
+                v1beta1.Caffe2Backend,
+                type=st.sampled_from([v1beta1.Caffe2BackendType.NONE, v1beta1.Caffe2BackendType.GLOO]),
+            ),
+        )
+        return v1beta1.FrameworkSpec(
+            name=name, caffe2=draw(optional(st.builds(v1beta1.Caffe2Options, backend=optional(backend))))
+        )
+    return v1beta1.FrameworkSpec(name=name, options=draw(optional(json_objects)))
+
+
+@st.composite
+def failure_rules(draw: st.DrawFn, types: list[str]) -> tuple[v1beta1.FailureRule, ...]:
+    names = draw(st.lists(rule_name, max_size=3, unique=True))
+    exit_codes = st.builds(
+        v1beta1.ExitCodeMatch,
+        container_name=optional(dns_label),
+        operator=st.sampled_from(v1beta1.ExitCodeOperator),
+        values=st.lists(st.integers(0, 255), min_size=1, max_size=3).map(tuple),
+        ranges=st.lists(
+            st.integers(0, 255).flatmap(
+                lambda lo: st.builds(
+                    v1beta1.ExitCodeRange, min=st.just(lo), max=optional(st.integers(lo, 255))
+                )
+            ),
+            max_size=2,
+        ).map(tuple),
+    )
+    return tuple(
+        v1beta1.FailureRule(
+            name=n,
+            action=draw(st.sampled_from(v1beta1.FailureAction)),
+            replica_types=tuple(draw(st.lists(st.sampled_from(types), max_size=2, unique=True))),
+            on_failure_class=draw(optional(st.sampled_from(v1beta1.FailureClass))),
+            on_exit_codes=draw(optional(exit_codes)),
+            on_reasons=tuple(
+                draw(st.lists(st.sampled_from(["OOMKilled", "Evicted", "NodeLost"]), max_size=2))
+            ),
+            on_pod_conditions=tuple(draw(st.lists(st.just("DisruptionTarget"), max_size=1))),
+            restart_scope=draw(optional(st.sampled_from(v1beta1.RestartScope))),
+        )
+        for n in names
+    )
+
+
+budgets = st.builds(
+    v1beta1.Budget,
+    limit=optional(small),
+    per_index_limit=optional(small),
+    window_seconds=optional(st.integers(1, 86400)),
+)
+
+
+@st.composite
+def hub_specs(draw: st.DrawFn) -> v1beta1.TrainingJobSpec:
+    types = draw(replica_type_names())
+    replica_specs = {
+        t: v1beta1.ReplicaSpec(
+            replicas=draw(st.integers(0, 4)),
+            restart_policy=draw(optional(st.sampled_from(v1beta1.RestartPolicy))),
+            port=draw(optional(st.integers(1, 65535))),
+            template=draw(pod_templates()),
+        )
+        for t in types
+    }
+    user_budget = draw(budgets)
+    backoff_limit = None if user_budget.limit is not None else draw(optional(small))
+    targetable = [(t, s.replicas) for t, s in replica_specs.items()]
+    targets = st.sampled_from(targetable).flatmap(
+        lambda tc: st.builds(
+            v1beta1.SuccessTarget,
+            replica_type=st.just(tc[0]),
+            index=st.none() if tc[1] == 0 else optional(st.integers(0, tc[1] - 1)),
+        )
+    )
+    return v1beta1.TrainingJobSpec(
+        framework=draw(framework_specs()),
+        runtime_id=draw(optional(runtime_id)),
+        replica_specs=replica_specs,
+        run_policy=v1beta1.RunPolicy(
+            clean_pod_policy=draw(optional(st.sampled_from(v1beta1.CleanPodPolicy))),
+            ttl_seconds_after_finished=draw(optional(small)),
+            active_deadline_seconds=draw(optional(st.integers(1, 10**6))),
+            backoff_limit=backoff_limit,
+            suspend=draw(st.booleans()),
+            managed_by=draw(optional(st.just("kueue.x-k8s.io/multikueue"))),
+            scheduling_policy=draw(
+                optional(
+                    st.builds(
+                        v1beta1.SchedulingPolicy,
+                        min_available=optional(st.integers(1, 8)),
+                        queue=optional(dns_label),
+                        priority_class=optional(dns_label),
+                        schedule_timeout_seconds=optional(st.integers(1, 600)),
+                    )
+                )
+            ),
+        ),
+        success_policy=draw(
+            optional(
+                st.builds(
+                    v1beta1.SuccessPolicy,
+                    operator=st.sampled_from(v1beta1.SuccessOperator),
+                    targets=st.lists(targets, min_size=1, max_size=2).map(tuple),
+                )
+            )
+        ),
+        failure_policy=v1beta1.FailurePolicy(
+            rules=draw(failure_rules(types)),
+            restart_scope=draw(optional(st.sampled_from(v1beta1.RestartScope))),
+            budgets=v1beta1.Budgets(user_code=user_budget, infrastructure=draw(budgets)),
+            restart_backoff=draw(
+                optional(st.builds(v1beta1.RestartBackoff, initial_seconds=small, max_seconds=small))
+            ),
+            termination_deadline_seconds=draw(optional(small)),
+            image_pull_grace_seconds=draw(optional(small)),
+        ),
+    )
+
+
+@st.composite
+def hub_statuses(draw: st.DrawFn, types: list[str]) -> v1beta1.TrainingJobStatus:
+    keys = draw(st.lists(st.sampled_from(types), unique=True, max_size=len(types)))
+    conds = draw(conditions)
+    failures = st.builds(
+        v1beta1.FailureRecord,
+        time=times,
+        replica_type=st.sampled_from(types),
+        index=st.integers(0, 4),
+        pod=dns_label,
+        node=optional(dns_label),
+        exit_code=optional(st.integers(0, 255)),
+        reason=optional(st.sampled_from(["OOMKilled", "Evicted", "Error"])),
+        failure_class=st.sampled_from(v1beta1.FailureClass),
+        rule=optional(dns_label),
+        action=st.sampled_from(v1beta1.FailureAction),
+    )
+    return v1beta1.TrainingJobStatus(
+        state=v1beta1.state_of(conds) if draw(st.booleans()) else None,
+        conditions=conds,
+        replica_statuses={
+            k: draw(
+                st.builds(
+                    v1beta1.ReplicaStatus,
+                    active=small,
+                    ready=small,
+                    succeeded=small,
+                    failed=small,
+                    selector=optional(st.text(max_size=10)),
+                )
+            )
+            for k in keys
+        },
+        start_time=draw(optional(times)),
+        completion_time=draw(optional(times)),
+        restarts=draw(
+            st.builds(v1beta1.RestartCounts, user_code=small, infrastructure=small, uncharged=small)
+        ),
+        failures=tuple(draw(st.lists(failures, max_size=3))),
+        observed_generation=draw(optional(small)),
+    )
+
+
+@st.composite
+def hub_jobs(draw: st.DrawFn) -> v1beta1.TrainingJob:
+    spec = draw(hub_specs())
+    status = (
+        draw(hub_statuses(list(spec.replica_specs))) if draw(st.booleans()) else v1beta1.TrainingJobStatus()
+    )
+    return v1beta1.TrainingJob(metadata=draw(object_meta), spec=spec, status=status)
+
+
+# --- v1alpha1 -----------------------------------------------------------------------------
+
+SEED_TYPES = list(v1alpha1.trainingjob_types.SEED_ORDER)
+
+
+@st.composite
+def alpha_jobs(draw: st.DrawFn) -> v1alpha1.TrainingJob:
+    types = draw(st.lists(st.sampled_from(SEED_TYPES) | upper_word, min_size=1, max_size=4, unique=True))
+    framework = draw(framework_names)
+    specs = tuple(
+        v1alpha1.ReplicaSpec(
+            replica_type=t,
+            replicas=draw(st.integers(0, 4)),
+            port=draw(optional(st.integers(1, 65535))),
+            template=draw(pod_templates()),
+        )
+        for t in draw(st.permutations(types))
+    )
+    chiefs = [(s.replica_type, s.replicas) for s in specs if s.replicas > 0]
+    chief = None
+    if chiefs and draw(st.booleans()):
+        t, n = draw(st.sampled_from(chiefs))
+        chief = v1alpha1.TerminationPolicy(
+            chief=v1alpha1.ChiefSpec(replica_name=t, replica_index=draw(st.integers(0, n - 1)))
+        )
+    backend = None
+    if framework == "caffe2":
+        backend = draw(
+            optional(
+                st.one_of(
+                    st.builds(
+                        v1alpha1.Backend,
+                        type=st.just(v1alpha1.BackendType.REDIS),
+                        redis_host=dns_label,
+                        redis_port=optional(st.integers(1, 65535)),
+                    ),
+                    st.builds(
+                        v1alpha1.Backend, type=st.just(v1alpha1.BackendType.NFS), nfs_path=st.just("/mnt/x")
+                    ),
+                    st.builds(v1alpha1.Backend, type=st.just(v1alpha1.BackendType.NONE)),
+                )
+            )
+        )
+    status_types = draw(st.lists(st.sampled_from(types), unique=True))
+    status = v1alpha1.TrainingJobStatus(
+        state=draw(optional(st.sampled_from(v1beta1.JobState))),
+        conditions=draw(conditions),
+        replica_statuses=tuple(
+            v1alpha1.ReplicaStatus(
+                replica_type=t, active=draw(small), succeeded=draw(small), failed=draw(small)
+            )
+            for t in status_types
+        ),
+        start_time=draw(optional(times)),
+        completion_time=draw(optional(times)),
+    )
+    return v1alpha1.TrainingJob(
+        metadata=draw(object_meta),
+        spec=v1alpha1.TrainingJobSpec(
+            framework=framework,
+            runtime_id=draw(optional(runtime_id)),
+            replica_specs=specs,
+            termination_policy=chief,
+            cleanup_pod_policy=draw(optional(st.sampled_from(v1beta1.CleanPodPolicy))),
+            backend=backend,
+        ),
+        status=status,
+    )

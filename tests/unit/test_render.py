@@ -1,0 +1,149 @@
+"""The objects a job owns: names, labels, owners, DNS, restart policies, ports."""
+
+from typing import Any
+
+import pytest
+from testkit.builders import a_job, container, template
+
+from kubetrain.api import v1beta1, validation
+from kubetrain.operator import naming, render
+from kubetrain.operator.frameworks import pytorch, tensorflow
+
+
+def by_kind(objects: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
+    return {o["metadata"]["name"]: o for o in objects if o["kind"] == kind}
+
+
+def test_one_pod_and_one_headless_service_per_replica() -> None:
+    job = a_job("tj").namespace("ns").replicas("Master", 1).replicas("Worker", 2).build()
+    objects = render.render(job, pytorch.FRAMEWORK)
+    names = {"tj-master-0", "tj-worker-0", "tj-worker-1"}
+    assert set(by_kind(objects, "Pod")) == names
+    assert set(by_kind(objects, "Service")) == names
+    service = by_kind(objects, "Service")["tj-worker-1"]
+    assert service["spec"]["clusterIP"] == "None"
+    assert service["spec"]["publishNotReadyAddresses"] is True
+    assert service["spec"]["selector"] == {
+        naming.JOB_NAME: "tj",
+        naming.REPLICA_TYPE: "worker",
+        naming.REPLICA_INDEX: "1",
+    }
+
+
+def test_pods_have_stable_hostnames_resolvable_through_their_service() -> None:
+    pod = by_kind(render.render(a_job("tj").replicas("Worker", 1).build(), pytorch.FRAMEWORK), "Pod")[
+        "tj-worker-0"
+    ]
+    assert pod["spec"]["hostname"] == "tj-worker-0"
+    assert pod["spec"]["subdomain"] == "tj-worker-0"
+
+
+def test_labels_keep_the_templates_own_and_add_kubetrains() -> None:
+    tmpl = template(container("pytorch"), labels={"team": "vision", naming.JOB_NAME: "spoofed"})
+    job = a_job("tj").replicas("Master", 1, tmpl=tmpl).build()
+    pod = by_kind(render.render(job, pytorch.FRAMEWORK), "Pod")["tj-master-0"]
+    assert pod["metadata"]["labels"] == {
+        "team": "vision",
+        naming.JOB_NAME: "tj",
+        naming.REPLICA_TYPE: "master",
+        naming.REPLICA_INDEX: "0",
+        naming.JOB_ROLE: "master",
+    }
+
+
+def test_children_are_controlled_by_the_job_once_it_has_a_uid() -> None:
+    job = a_job("tj").uid("u-1").replicas("Worker", 1).build()
+    for obj in render.render(job, pytorch.FRAMEWORK):
+        (owner,) = obj["metadata"]["ownerReferences"]
+        assert owner == {
+            "apiVersion": v1beta1.API_VERSION,
+            "kind": "TrainingJob",
+            "name": "tj",
+            "uid": "u-1",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    assert all(
+        "ownerReferences" not in o["metadata"]
+        for o in render.render(a_job("tj").replicas("Worker", 1).build(), pytorch.FRAMEWORK)
+    )
+
+
+@pytest.mark.parametrize(
+    ("policy", "pod_policy"),
+    [
+        (v1beta1.RestartPolicy.ALWAYS, "Always"),
+        (v1beta1.RestartPolicy.ON_FAILURE, "OnFailure"),
+        (v1beta1.RestartPolicy.NEVER, "Never"),
+        (v1beta1.RestartPolicy.EXIT_CODE, "Never"),
+    ],
+)
+def test_restart_policy_reaches_the_pod(policy: v1beta1.RestartPolicy, pod_policy: str) -> None:
+    job = a_job("tj").replicas("Worker", 1, restart_policy=policy).build()
+    assert (
+        by_kind(render.render(job, pytorch.FRAMEWORK), "Pod")["tj-worker-0"]["spec"]["restartPolicy"]
+        == pod_policy
+    )
+
+
+def test_framework_default_restart_policy() -> None:
+    job = a_job("tj").framework("tensorflow").replicas("Worker", 1).build()
+    pod = by_kind(render.render(job, tensorflow.FRAMEWORK), "Pod")["tj-worker-0"]
+    assert pod["spec"]["restartPolicy"] == "OnFailure"
+
+
+def test_the_framework_port_is_declared_once() -> None:
+    tmpl = template(container("pytorch", ports=[{"containerPort": 23456, "name": "mine"}]))
+    job = a_job("tj").replicas("Worker", 1, tmpl=tmpl).replicas("Master", 1).build()
+    pods = by_kind(render.render(job, pytorch.FRAMEWORK), "Pod")
+    assert pods["tj-worker-0"]["spec"]["containers"][0]["ports"] == [{"containerPort": 23456, "name": "mine"}]
+    assert pods["tj-master-0"]["spec"]["containers"][0]["ports"] == [
+        {"name": "pytorchjob-port", "containerPort": 23456}
+    ]
+
+
+def test_rendering_does_not_touch_the_job() -> None:
+    job = a_job("tj").replicas("Worker", 2).build()
+    before = repr(job)
+    render.render(job, pytorch.FRAMEWORK)
+    assert repr(job) == before
+
+
+@pytest.mark.parametrize(
+    ("job", "message"),
+    [
+        (
+            a_job("tj").replicas("PS", 1).build(),
+            "spec.replicaSpecs.PS: pytorch has no replica type PS (allowed: Master, Worker)",
+        ),
+        (
+            a_job("tj").replicas("Master", 2).build(),
+            "spec.replicaSpecs.Master.replicas: pytorch allows at most 1 Master",
+        ),
+        (
+            a_job("tj").replicas("Worker", 1, tmpl=template(container("a"), container("b"))).build(),
+            "spec.replicaSpecs.Worker.template.spec.containers: name one container 'pytorch', or keep a single container",
+        ),
+        (
+            a_job("tj").framework("tensorflow").replicas("Chief", 1).replicas("Master", 1).build(),
+            "spec.replicaSpecs: tensorflow takes a Chief or a Master, not both",
+        ),
+        (
+            a_job("tj").framework("tensorflow").replicas("PS", 2).build(),
+            "spec.replicaSpecs: tensorflow needs a Chief, a Master or a Worker",
+        ),
+    ],
+)
+def test_jobs_a_framework_cannot_run_are_refused_with_the_field(
+    job: v1beta1.TrainingJob, message: str
+) -> None:
+    fw = tensorflow.FRAMEWORK if job.spec.framework.name == "tensorflow" else pytorch.FRAMEWORK
+    with pytest.raises(validation.ValidationError) as e:
+        render.render(job, fw)
+    assert message in str(e.value).splitlines()
+
+
+def test_a_single_container_need_not_be_named_after_the_framework() -> None:
+    job = a_job("tj").replicas("Worker", 1, tmpl=template(container("trainer"))).build()
+    pod = by_kind(render.render(job, pytorch.FRAMEWORK), "Pod")["tj-worker-0"]
+    assert any(e["name"] == "RANK" for e in pod["spec"]["containers"][0]["env"])

@@ -1,0 +1,32 @@
+"""Every sample decodes, survives conversion, and renders for its framework."""
+
+import pathlib
+
+import pytest
+import yaml
+
+from kubetrain.api import scheme
+from kubetrain.operator import render
+from kubetrain.operator.frameworks import registry
+
+SAMPLES = sorted(
+    p
+    for p in (pathlib.Path(__file__).resolve().parents[2] / "samples").rglob("*.yaml")
+    if p.name != "kustomization.yaml"
+)
+
+
+def test_there_are_samples_of_both_versions() -> None:
+    assert {p.parent.name for p in SAMPLES} >= {"v1alpha1", "v1beta1"}
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_sample_renders(path: pathlib.Path) -> None:
+    doc = yaml.safe_load(path.read_text())
+    job = scheme.decode(doc)
+    hub = scheme.to_hub(job)
+    assert scheme.convert(scheme.convert(hub, doc["apiVersion"]), scheme.HUB_VERSION) == hub
+    pods = [
+        o for o in render.render(hub, registry.default().get(hub.spec.framework.name)) if o["kind"] == "Pod"
+    ]
+    assert len(pods) == sum(s.replicas for s in hub.spec.replica_specs.values())
