@@ -87,6 +87,7 @@ class Registry:
         if type(obj) is target:
             return obj
         source = api_version_of(type(obj))
+        self.type_for(source)
         hub = obj if source == self.hub_version else self._spokes[source].to_hub(obj)
         if api_version == self.hub_version:
             return hub

@@ -14,6 +14,7 @@ labels are added on top because selectors depend on them.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api import v1beta1, validation
@@ -74,7 +75,7 @@ def _metadata(job: v1beta1.TrainingJob, name: str, labels: dict[str, str], **ext
     return meta
 
 
-def _config_map(job: v1beta1.TrainingJob, files: dict[str, str] | Any) -> Object:
+def _config_map(job: v1beta1.TrainingJob, files: Mapping[str, str]) -> Object:
     name = job.metadata.name or ""
     return {
         "apiVersion": "v1",
@@ -144,13 +145,13 @@ def _pod(
     }
 
 
-def _add_env(container: Any, env: Any) -> None:
+def _add_env(container: Object, env: Mapping[str, str]) -> None:
     current = container.setdefault("env", [])
     user_set = {e.get("name") for e in current}
     current.extend({"name": k, "value": v} for k, v in env.items() if k not in user_set)
 
 
-def _add_port(container: Any, name: str, port: int) -> None:
+def _add_port(container: Object, name: str, port: int) -> None:
     ports = container.setdefault("ports", [])
     if not any(p.get("containerPort") == port for p in ports):
         ports.append({"name": name, "containerPort": port})

@@ -7,7 +7,6 @@ v1beta1 through lossless conversion (see ``trainingjob_conversion``).
 from kubetrain.api.v1alpha1.groupversion_info import API_VERSION, GROUP, KIND, VERSION
 from kubetrain.api.v1alpha1.trainingjob_types import (
     Backend,
-    BackendType,
     ChiefSpec,
     ReplicaSpec,
     ReplicaStatus,
@@ -23,7 +22,6 @@ __all__ = [
     "KIND",
     "VERSION",
     "Backend",
-    "BackendType",
     "ChiefSpec",
     "ReplicaSpec",
     "ReplicaStatus",

@@ -120,7 +120,7 @@ def _framework_to(spec: alpha.TrainingJobSpec, stashed: hub.FrameworkSpec | None
             return base
         return attrs.evolve(base, caffe2=attrs.evolve(base.caffe2, backend=None))
     backend = hub.Caffe2Backend(
-        type=hub.Caffe2BackendType(spec.backend.type.value),
+        type=spec.backend.type,
         redis_host=spec.backend.redis_host,
         redis_port=spec.backend.redis_port,
         nfs_path=spec.backend.nfs_path,
@@ -212,7 +212,7 @@ def _backend_from(framework: hub.FrameworkSpec) -> alpha.Backend | None:
         return None
     b = framework.caffe2.backend
     return alpha.Backend(
-        type=alpha.BackendType(b.type.value),
+        type=b.type,
         redis_host=b.redis_host,
         redis_port=b.redis_port,
         nfs_path=b.nfs_path,

@@ -10,7 +10,6 @@ other types alphabetically.
 """
 
 import datetime
-import enum
 from collections.abc import Iterable, Iterator
 from typing import Annotated, Any, ClassVar
 
@@ -18,6 +17,7 @@ import attrs
 
 from kubetrain.api import meta, schema, validation
 from kubetrain.api.v1alpha1 import groupversion_info
+from kubetrain.api.v1beta1 import framework_types
 from kubetrain.api.v1beta1 import trainingjob_types as hub_types
 
 REPLICA_TYPE = r"^[A-Z][A-Z0-9]*$"
@@ -67,40 +67,19 @@ class TerminationPolicy:
     chief: ChiefSpec | None = None
 
 
-class BackendType(enum.StrEnum):
-    NONE = "none"
-    REDIS = "redis"
-    NFS = "nfs"
-    GLOO = "gloo"
-
-
 @attrs.frozen(kw_only=True, field_transformer=schema.validated)
 class Backend:
-    """Caffe2's rendezvous backend."""
+    """Caffe2's rendezvous backend (Caffe2Job's backendSpecs)."""
 
-    type: BackendType
+    type: framework_types.Caffe2BackendType
     redis_host: Annotated[str | None, schema.Field(max_length=253)] = None
     redis_port: Annotated[int | None, schema.Field(minimum=1, maximum=65535)] = None
     nfs_path: Annotated[str | None, schema.Field(max_length=4096)] = None
 
-    cel_rules: ClassVar[tuple[schema.Rule, ...]] = (
-        schema.Rule(
-            cel="self.type != 'redis' || has(self.redisHost)",
-            message="the redis backend needs redisHost",
-            field_path=".redisHost",
-        ),
-        schema.Rule(
-            cel="self.type != 'nfs' || has(self.nfsPath)",
-            message="the nfs backend needs nfsPath",
-            field_path=".nfsPath",
-        ),
-    )
+    cel_rules: ClassVar[tuple[schema.Rule, ...]] = framework_types.BACKEND_RULES
 
     def __attrs_post_init__(self) -> None:
-        if self.type is BackendType.REDIS and self.redis_host is None:
-            raise validation.ValidationError.at("redisHost", "the redis backend needs redisHost")
-        if self.type is BackendType.NFS and self.nfs_path is None:
-            raise validation.ValidationError.at("nfsPath", "the nfs backend needs nfsPath")
+        framework_types.check_backend(self.type, self.redis_host, self.nfs_path)
 
 
 @attrs.frozen(kw_only=True, field_transformer=schema.validated)

@@ -77,6 +77,28 @@ class Caffe2BackendType(enum.StrEnum):
     GLOO = "gloo"
 
 
+BACKEND_RULES = (
+    schema.Rule(
+        cel="self.type != 'redis' || has(self.redisHost)",
+        message="the redis backend needs redisHost",
+        field_path=".redisHost",
+    ),
+    schema.Rule(
+        cel="self.type != 'nfs' || has(self.nfsPath)",
+        message="the nfs backend needs nfsPath",
+        field_path=".nfsPath",
+    ),
+)
+
+
+def check_backend(backend_type: Caffe2BackendType, redis_host: str | None, nfs_path: str | None) -> None:
+    """The Python side of :data:`BACKEND_RULES`, shared by both API versions."""
+    if backend_type is Caffe2BackendType.REDIS and redis_host is None:
+        raise validation.ValidationError.at("redisHost", "the redis backend needs redisHost")
+    if backend_type is Caffe2BackendType.NFS and nfs_path is None:
+        raise validation.ValidationError.at("nfsPath", "the nfs backend needs nfsPath")
+
+
 @attrs.frozen(kw_only=True, field_transformer=schema.validated)
 class Caffe2Backend:
     """Where Caffe2 workers meet: redis, an NFS path, gloo, or none (one worker)."""
@@ -86,24 +108,10 @@ class Caffe2Backend:
     redis_port: Annotated[int | None, schema.Field(minimum=1, maximum=65535)] = None
     nfs_path: Annotated[str | None, schema.Field(max_length=4096)] = None
 
-    cel_rules: ClassVar[tuple[schema.Rule, ...]] = (
-        schema.Rule(
-            cel="self.type != 'redis' || has(self.redisHost)",
-            message="the redis backend needs redisHost",
-            field_path=".redisHost",
-        ),
-        schema.Rule(
-            cel="self.type != 'nfs' || has(self.nfsPath)",
-            message="the nfs backend needs nfsPath",
-            field_path=".nfsPath",
-        ),
-    )
+    cel_rules: ClassVar[tuple[schema.Rule, ...]] = BACKEND_RULES
 
     def __attrs_post_init__(self) -> None:
-        if self.type is Caffe2BackendType.REDIS and self.redis_host is None:
-            raise validation.ValidationError.at("redisHost", "the redis backend needs redisHost")
-        if self.type is Caffe2BackendType.NFS and self.nfs_path is None:
-            raise validation.ValidationError.at("nfsPath", "the nfs backend needs nfsPath")
+        check_backend(self.type, self.redis_host, self.nfs_path)
 
 
 @attrs.frozen(kw_only=True, field_transformer=schema.validated)

@@ -371,14 +371,16 @@ def alpha_jobs(draw: st.DrawFn) -> v1alpha1.TrainingJob:
                 st.one_of(
                     st.builds(
                         v1alpha1.Backend,
-                        type=st.just(v1alpha1.BackendType.REDIS),
+                        type=st.just(v1beta1.Caffe2BackendType.REDIS),
                         redis_host=dns_label,
                         redis_port=optional(st.integers(1, 65535)),
                     ),
                     st.builds(
-                        v1alpha1.Backend, type=st.just(v1alpha1.BackendType.NFS), nfs_path=st.just("/mnt/x")
+                        v1alpha1.Backend,
+                        type=st.just(v1beta1.Caffe2BackendType.NFS),
+                        nfs_path=st.just("/mnt/x"),
                     ),
-                    st.builds(v1alpha1.Backend, type=st.just(v1alpha1.BackendType.NONE)),
+                    st.builds(v1alpha1.Backend, type=st.just(v1beta1.Caffe2BackendType.NONE)),
                 )
             )
         )
