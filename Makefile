@@ -36,15 +36,30 @@ lint: install ## ruff (lint and format) and mypy --strict
 manifests: install ## regenerate config/crd from the API types
 	$(BIN)/kubetrain manifests
 
+.PHONY: control-plane
+control-plane: ## build (or reuse from ~/.cache/kubetrain) etcd, Kubernetes, kwok and kustomize from Go modules
+	hack/build-control-plane.sh > .control-plane-path
+
+# The cluster tiers get exactly the binaries the build script printed.
+BIN_PATH = KUBETRAIN_BIN_PATH="$$(paste -sd: .control-plane-path)"
+
 .PHONY: unit
 unit: install ## unit and property tests only (no cluster)
 	$(BIN)/pytest tests/unit tests/property
 
+.PHONY: integration
+integration: install control-plane ## the cluster tiers only (integration and e2e)
+	$(BIN_PATH) $(BIN)/pytest tests/integration tests/e2e
+
 .PHONY: test
-test: lint ## everything CI runs: lint, types, and every test tier
+test: lint control-plane ## everything CI runs: lint, types, and every test tier
 	$(BIN)/kubetrain manifests --check
-	$(BIN)/pytest --hypothesis-show-statistics $(PYTEST_ARGS)
+	$(BIN_PATH) $(BIN)/pytest --hypothesis-show-statistics $(PYTEST_ARGS)
+
+.PHONY: dev
+dev: install control-plane ## a local control plane in the foreground (Ctrl-C stops it)
+	$(BIN_PATH) $(BIN)/kubetrain dev up
 
 .PHONY: clean
 clean: ## remove the virtualenv and caches
-	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis .control-plane-path

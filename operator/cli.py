@@ -3,7 +3,8 @@
 ``kubetrain render FILE`` prints every object the operator would create for the
 TrainingJob(s) in FILE (either API version; ``-`` reads standard input) — no cluster
 needed. ``kubetrain manifests`` regenerates the CRD from the API types; with
-``--check`` it only reports whether the checked-in CRD is current. Bad input is
+``--check`` it only reports whether the checked-in CRD is current. ``kubetrain dev
+up|down|kubeconfig`` runs a local control plane (see ``devcluster.dev``). Bad input is
 reported as ``error: path: message`` lines and exit status 1, never a traceback.
 """
 
@@ -19,6 +20,7 @@ import yaml
 
 from kubetrain.api import crd, scheme, validation
 from kubetrain.operator import render
+from kubetrain.operator.devcluster import binaries, cluster, dev
 from kubetrain.operator.frameworks import registry
 
 __all__ = ["main"]
@@ -28,7 +30,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return int(args.run(args))
-    except (validation.ValidationError, registry.UnknownFrameworkError, yaml.YAMLError, OSError) as e:
+    except (
+        validation.ValidationError,
+        registry.UnknownFrameworkError,
+        yaml.YAMLError,
+        OSError,
+        binaries.BinariesNotFoundError,
+    ) as e:
         for line in str(e).splitlines():
             print(f"error: {line}", file=sys.stderr)
         return 1
@@ -46,7 +54,29 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--root", default=".", help="the repository root (default: .)")
     p.add_argument("--check", action="store_true", help="only fail if the checked-in CRD is stale")
     p.set_defaults(run=_manifests)
+
+    p = sub.add_parser(
+        "dev", help="a local control plane (etcd, kube-apiserver, kwok nodes) for trying kubetrain"
+    )
+    dev_sub = p.add_subparsers(required=True, metavar="ACTION")
+    up = dev_sub.add_parser("up", help="start it and stay in the foreground until Ctrl-C")
+    up.add_argument("--tier", choices=[t.value for t in cluster.Tier], default=cluster.Tier.CLUSTER.value)
+    up.add_argument("--nodes", type=int, default=2, help="fake nodes (cluster tier)")
+    up.set_defaults(run=lambda a: dev.up(cluster.Tier(a.tier), a.nodes))
+    dev_sub.add_parser("down", help="stop the running one").set_defaults(run=lambda a: dev.down())
+    dev_sub.add_parser("kubeconfig", help="print the path of its admin kubeconfig").set_defaults(
+        run=_kubeconfig
+    )
     return parser
+
+
+def _kubeconfig(_args: argparse.Namespace) -> int:
+    path = dev.kubeconfig_path()
+    if not path.exists():
+        print("error: no dev cluster is up; run `kubetrain dev up`", file=sys.stderr)
+        return 1
+    print(path)
+    return 0
 
 
 def _render(args: argparse.Namespace) -> int:

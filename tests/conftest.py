@@ -1,8 +1,13 @@
-"""Hypothesis profiles: `thorough` (the default for `make test`) runs thousands of examples."""
+"""Hypothesis profiles and the shared cluster fixtures.
+
+`thorough` (the default for `make test`) runs 2,000 examples per property; `quick` 100.
+"""
 
 import os
 
 from hypothesis import HealthCheck, settings
+
+pytest_plugins = ["testkit.fixtures"]
 
 settings.register_profile(
     "thorough", max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow]

@@ -1,0 +1,227 @@
+"""Fake nodes and pod lifecycle with kwok, and the knobs tests turn.
+
+kwok plays the kubelet for nodes annotated ``kwok.x-k8s.io/node: fake``. Its stages
+(see :data:`STAGES`) do what a kubelet would, minus containers:
+
+- a new node becomes Ready, with :data:`NODE_CAPACITY` (GPUs included);
+- a bound pod becomes Running and Ready, with a pod IP;
+- a Running pod annotated ``kwok.kubetrain.dev/exit-code: N`` ends — Succeeded for 0,
+  else Failed — with every container terminated with that code and the reason in
+  ``kwok.kubetrain.dev/reason`` (``Completed`` / ``Error`` by default);
+- a deleted pod is removed, unless its node is lost.
+
+:func:`finish_pod` sets those annotations; :func:`evict_pod` goes through the Eviction
+API (the pod gets ``DisruptionTarget``); :func:`lose_node` makes kwok abandon a node and
+taints it ``NoExecute``, so the taint-eviction controller marks its pods
+``DisruptionTarget`` and deletes them, and they stay Terminating as on a real lost node.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from kubetrain.operator.devcluster import process
+
+if TYPE_CHECKING:
+    from kubetrain.operator.devcluster.cluster import Cluster
+
+__all__ = ["EXIT_CODE", "REASON", "STAGES", "evict_pod", "finish_pod", "lose_node", "start"]
+
+MANAGED = "kwok.x-k8s.io/node"
+EXIT_CODE = "kwok.kubetrain.dev/exit-code"
+REASON = "kwok.kubetrain.dev/reason"
+LOST_TAINT = "kubetrain.dev/node-lost"
+NODE_CAPACITY = {"cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "8"}
+
+STAGES = f"""\
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {{name: node-ready}}
+spec:
+  resourceRef: {{apiGroup: v1, kind: Node}}
+  selector:
+    matchExpressions:
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: NotIn
+      values: ["True"]
+  next:
+    statusTemplate: |
+      {{{{ $now := Now }}}}
+      conditions:
+      - {{type: Ready, status: "True", reason: KubeletReady, message: kwok, lastHeartbeatTime: {{{{ $now | Quote }}}}, lastTransitionTime: {{{{ $now | Quote }}}}}}
+      addresses:
+      - {{type: InternalIP, address: {{{{ NodeIP | Quote }}}}}}
+      - {{type: Hostname, address: {{{{ NodeName | Quote }}}}}}
+      allocatable: {json.dumps(NODE_CAPACITY)}
+      capacity: {json.dumps(NODE_CAPACITY)}
+      nodeInfo: {{architecture: amd64, operatingSystem: linux, kubeletVersion: kwok, containerRuntimeVersion: kwok,
+                 kernelVersion: kwok, osImage: kwok, machineID: "", bootID: "", systemUUID: "", kubeProxyVersion: ""}}
+      phase: Running
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {{name: pod-running}}
+spec:
+  resourceRef: {{apiGroup: v1, kind: Pod}}
+  selector:
+    matchExpressions:
+    - {{key: .metadata.deletionTimestamp, operator: DoesNotExist}}
+    - {{key: .status.phase, operator: In, values: [Pending]}}
+  next:
+    statusTemplate: |
+      {{{{ $now := Now }}}}
+      conditions:
+      - {{type: Initialized, status: "True", lastTransitionTime: {{{{ $now | Quote }}}}}}
+      - {{type: Ready, status: "True", lastTransitionTime: {{{{ $now | Quote }}}}}}
+      - {{type: ContainersReady, status: "True", lastTransitionTime: {{{{ $now | Quote }}}}}}
+      containerStatuses:
+      {{{{ range .spec.containers }}}}
+      - name: {{{{ .name | Quote }}}}
+        image: {{{{ .image | Quote }}}}
+        ready: true
+        started: true
+        restartCount: 0
+        state: {{running: {{startedAt: {{{{ $now | Quote }}}}}}}}
+      {{{{ end }}}}
+      {{{{ with NodeIPWith .spec.nodeName }}}}
+      hostIP: {{{{ . | Quote }}}}
+      {{{{ end }}}}
+      {{{{ with PodIPWith .spec.nodeName false ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) }}}}
+      podIP: {{{{ . | Quote }}}}
+      {{{{ end }}}}
+      phase: Running
+      startTime: {{{{ $now | Quote }}}}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {{name: pod-exit}}
+spec:
+  resourceRef: {{apiGroup: v1, kind: Pod}}
+  selector:
+    matchExpressions:
+    - {{key: .metadata.deletionTimestamp, operator: DoesNotExist}}
+    - {{key: .status.phase, operator: In, values: [Running]}}
+    - {{key: '.metadata.annotations["{EXIT_CODE}"]', operator: Exists}}
+  next:
+    statusTemplate: |
+      {{{{ $now := Now }}}}
+      {{{{ $code := index .metadata.annotations "{EXIT_CODE}" }}}}
+      {{{{ $reason := index .metadata.annotations "{REASON}" }}}}
+      {{{{ if not $reason }}}}{{{{ if eq $code "0" }}}}{{{{ $reason = "Completed" }}}}{{{{ else }}}}{{{{ $reason = "Error" }}}}{{{{ end }}}}{{{{ end }}}}
+      conditions:
+      - {{type: Ready, status: "False", reason: PodCompleted, lastTransitionTime: {{{{ $now | Quote }}}}}}
+      - {{type: ContainersReady, status: "False", reason: PodCompleted, lastTransitionTime: {{{{ $now | Quote }}}}}}
+      containerStatuses:
+      {{{{ range .spec.containers }}}}
+      - name: {{{{ .name | Quote }}}}
+        image: {{{{ .image | Quote }}}}
+        ready: false
+        started: false
+        restartCount: 0
+        state:
+          terminated:
+            exitCode: {{{{ $code }}}}
+            reason: {{{{ $reason | Quote }}}}
+            startedAt: {{{{ $now | Quote }}}}
+            finishedAt: {{{{ $now | Quote }}}}
+      {{{{ end }}}}
+      phase: {{{{ if eq $code "0" }}}}Succeeded{{{{ else }}}}Failed{{{{ end }}}}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {{name: pod-delete}}
+spec:
+  resourceRef: {{apiGroup: v1, kind: Pod}}
+  selector:
+    matchExpressions:
+    - {{key: .metadata.deletionTimestamp, operator: Exists}}
+  next:
+    delete: true
+"""
+
+
+def start(c: Cluster, timeout: float) -> None:
+    stages = c.workdir / "kwok-stages.yaml"
+    stages.write_text(STAGES)
+    kwok = process.Process(
+        "kwok",
+        [
+            c.bins["kwok"],
+            f"--kubeconfig={c.kubeconfig}",
+            f"--config={stages}",
+            "--manage-all-nodes=false",
+            f"--manage-nodes-with-annotation-selector={MANAGED}=fake",
+            "--cidr=10.244.0.0/16",
+            "--node-ip=127.0.0.1",
+            f"--server-address=127.0.0.1:{process.free_port()}",
+        ],
+        c.workdir / "logs" / "kwok.log",
+    )
+    kwok.start()
+    c.processes.append(kwok)
+    for i in range(c.nodes):
+        add_node(c, f"kwok-node-{i}")
+    process.wait_until(
+        f"{c.nodes} kwok node(s) to be Ready",
+        lambda: _ready_nodes(c) >= c.nodes,
+        timeout=timeout,
+        watch=[kwok],
+        interval=0.3,
+    )
+
+
+def add_node(c: Cluster, name: str) -> None:
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {MANAGED: "fake"},
+            "labels": {"type": "kwok", "kubernetes.io/hostname": name},
+        },
+    }
+    c.kubectl("apply", "-f", "-", input=json.dumps(node))
+
+
+def _ready_nodes(c: Cluster) -> int:
+    out = c.kubectl("get", "nodes", "-o", "json").stdout
+    ready = 0
+    for node in json.loads(out)["items"]:
+        for cond in node.get("status", {}).get("conditions", []):
+            ready += cond["type"] == "Ready" and cond["status"] == "True"
+    return ready
+
+
+def finish_pod(c: Cluster, namespace: str, pod: str, exit_code: int, reason: str | None = None) -> None:
+    """Make a running pod's containers exit with ``exit_code`` (and ``reason``)."""
+    args = ["annotate", "pod", pod, "-n", namespace, "--overwrite", f"{EXIT_CODE}={exit_code}"]
+    if reason:
+        args.append(f"{REASON}={reason}")
+    c.kubectl(*args)
+
+
+def evict_pod(c: Cluster, namespace: str, pod: str) -> None:
+    """Evict through the Eviction API, as a drain or the descheduler would."""
+    eviction = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": pod, "namespace": namespace},
+    }
+    c.kubectl(
+        "create",
+        "--raw",
+        f"/api/v1/namespaces/{namespace}/pods/{pod}/eviction",
+        "-f",
+        "-",
+        input=json.dumps(eviction),
+    )
+
+
+def lose_node(c: Cluster, node: str) -> None:
+    """The node's kubelet vanishes: nobody reports for it, and its pods are evicted."""
+    patch = {
+        "metadata": {"annotations": {MANAGED: None}},
+        "spec": {"taints": [{"key": LOST_TAINT, "effect": "NoExecute"}]},
+    }
+    c.kubectl("patch", "node", node, "--type=merge", "-p", json.dumps(patch))

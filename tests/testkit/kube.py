@@ -1,0 +1,35 @@
+"""kr8s object classes for kubetrain's kinds, and small waiting helpers."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import kr8s
+from kr8s.objects import new_class
+
+from kubetrain.api import scheme, v1beta1
+
+TrainingJob = new_class(
+    kind="TrainingJob", version=v1beta1.API_VERSION, namespaced=True, plural="trainingjobs"
+)
+
+T = TypeVar("T")
+
+
+def create_job(kube: kr8s.Api, job: v1beta1.TrainingJob) -> Any:
+    obj = TrainingJob(scheme.encode(job), api=kube)
+    obj.create()
+    return obj
+
+
+def eventually(what: str, probe: Callable[[], T | None], timeout: float = 30, interval: float = 0.2) -> T:
+    """Poll ``probe`` until it returns something truthy, and return that."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = probe()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
