@@ -30,7 +30,10 @@ retry() {
 }
 
 # have BIN VERSION_SUBSTRING ARGS...: the cached binary exists and reports the version.
+# (Output is captured first: `grep -q` in a pipeline would SIGPIPE the binary under pipefail.)
 have() {
-  local bin=$1 want=$2; shift 2
-  [ -x "$bin" ] && "$bin" "$@" 2>&1 | grep -q -- "$want"
+  local bin=$1 want=$2 out; shift 2
+  [ -x "$bin" ] || return 1
+  out=$("$bin" "$@" 2>&1) || return 1
+  [[ "$out" == *"$want"* ]]
 }

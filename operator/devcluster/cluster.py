@@ -31,16 +31,20 @@ from kubetrain.operator.devcluster import kwok, pki, process
 __all__ = ["Cluster", "Tier", "start"]
 
 SERVICE_CIDR = "10.0.0.0/24"
-# Controllers the tests rely on; node-lifecycle stays off so fake nodes never flap NotReady.
+# Controllers the tests rely on. node-lifecycle must run because taint eviction uses the pod
+# index it registers; its grace periods are made so long that heartbeat-less kwok nodes never
+# go NotReady.
 CONTROLLERS = (
     "garbage-collector-controller",
     "namespace-controller",
     "serviceaccount-controller",
     "serviceaccount-token-controller",
+    "node-lifecycle-controller",
     "taint-eviction-controller",
     "pod-garbage-collector-controller",
     "root-ca-certificate-publisher-controller",
 )
+NEVER = "87600h"
 
 
 class Tier(enum.StrEnum):
@@ -214,6 +218,8 @@ def _start_apiserver(c: Cluster, etcd_url: str, certs: dict[str, pathlib.Path], 
             f"--service-account-signing-key-file={certs['sa.key']}",
             "--api-audiences=https://kubernetes.default.svc.cluster.local",
             "--allow-privileged=true",
+            # New nodes would wait for node-lifecycle to lift a not-ready taint; kwok nodes are ready at once.
+            "--disable-admission-plugins=TaintNodesByCondition",
             "--enable-priority-and-fairness=false",
             "--v=1",
         ],
@@ -282,6 +288,8 @@ def _start_controller_manager(c: Cluster, certs: dict[str, pathlib.Path], timeou
             f"--root-ca-file={certs['ca.crt']}",
             "--use-service-account-credentials=false",
             "--concurrent-gc-syncs=5",
+            f"--node-monitor-grace-period={NEVER}",
+            f"--node-startup-grace-period={NEVER}",
             "--v=1",
         ],
     )

@@ -8,12 +8,12 @@ kwok plays the kubelet for nodes annotated ``kwok.x-k8s.io/node: fake``. Its sta
 - a Running pod annotated ``kwok.kubetrain.dev/exit-code: N`` ends — Succeeded for 0,
   else Failed — with every container terminated with that code and the reason in
   ``kwok.kubetrain.dev/reason`` (``Completed`` / ``Error`` by default);
-- a deleted pod is removed, unless its node is lost.
+- a deleted pod is removed, unless the taint manager deleted it (its node is lost).
 
 :func:`finish_pod` sets those annotations; :func:`evict_pod` goes through the Eviction
-API (the pod gets ``DisruptionTarget``); :func:`lose_node` makes kwok abandon a node and
-taints it ``NoExecute``, so the taint-eviction controller marks its pods
-``DisruptionTarget`` and deletes them, and they stay Terminating as on a real lost node.
+API (the pod gets ``DisruptionTarget``); :func:`lose_node` taints a node ``NoExecute``,
+so the taint-eviction controller marks its pods ``DisruptionTarget`` and deletes them,
+and they stay Terminating as on a real lost node.
 """
 
 from __future__ import annotations
@@ -136,6 +136,10 @@ spec:
   selector:
     matchExpressions:
     - {{key: .metadata.deletionTimestamp, operator: Exists}}
+    # Pods the taint manager deleted sit on a lost node: no kubelet confirms their end.
+    - key: '.status.conditions.[] | select( .type == "DisruptionTarget" ) | .reason'
+      operator: NotIn
+      values: [DeletionByTaintManager]
   next:
     delete: true
 """
@@ -219,9 +223,11 @@ def evict_pod(c: Cluster, namespace: str, pod: str) -> None:
 
 
 def lose_node(c: Cluster, node: str) -> None:
-    """The node's kubelet vanishes: nobody reports for it, and its pods are evicted."""
-    patch = {
-        "metadata": {"annotations": {MANAGED: None}},
-        "spec": {"taints": [{"key": LOST_TAINT, "effect": "NoExecute"}]},
-    }
+    """The node's kubelet vanishes: its pods are evicted and stay Terminating.
+
+    The NoExecute taint makes the taint-eviction controller mark every pod there
+    ``DisruptionTarget`` (reason ``DeletionByTaintManager``) and delete it; kwok's
+    pod-delete stage leaves such pods alone, as a dead kubelet would.
+    """
+    patch = {"spec": {"taints": [{"key": LOST_TAINT, "effect": "NoExecute"}]}}
     c.kubectl("patch", "node", node, "--type=merge", "-p", json.dumps(patch))

@@ -39,7 +39,7 @@ def test_create_get_and_list(kube: kr8s.Api, namespace: str) -> None:
     assert isinstance(decoded, v1beta1.TrainingJob)
     assert decoded.spec == job_named("alpha", namespace).spec
     assert decoded.metadata.uid
-    names = sorted(j.name for j in kube.get("trainingjobs.training.kubetrain.dev", namespace=namespace))
+    names = sorted(j.name for j in kube.get(k.RESOURCE, namespace=namespace))
     assert names == ["alpha", "beta"]
 
 
@@ -48,7 +48,7 @@ def test_watch_sees_every_change(kube: kr8s.Api, namespace: str) -> None:
     ready = threading.Event()
 
     def watch() -> None:
-        for event, obj in kube.watch("trainingjobs.training.kubetrain.dev", namespace=namespace):
+        for event, obj in kube.watch(k.RESOURCE, namespace=namespace):
             ready.set()
             seen.append((event, obj.raw["spec"]["replicaSpecs"]["Worker"].get("replicas", 1)))
             if event == "DELETED":

@@ -14,6 +14,8 @@ from kubetrain.api import scheme, v1beta1
 TrainingJob = new_class(
     kind="TrainingJob", version=v1beta1.API_VERSION, namespaced=True, plural="trainingjobs"
 )
+# Always name the version: a bare "trainingjobs" may resolve to the legacy v1alpha1.
+RESOURCE = "trainingjobs.v1beta1.training.kubetrain.dev"
 
 T = TypeVar("T")
 
