@@ -20,7 +20,6 @@ import subprocess
 import tempfile
 import urllib.request
 from collections.abc import Sequence
-from types import TracebackType
 
 import attrs
 import yaml
@@ -28,7 +27,7 @@ import yaml
 from kubetrain.operator.devcluster import binaries as binaries_
 from kubetrain.operator.devcluster import kwok, pki, process
 
-__all__ = ["Cluster", "Tier", "start"]
+__all__ = ["Cluster", "KubectlError", "Tier", "start"]
 
 SERVICE_CIDR = "10.0.0.0/24"
 # Controllers the tests rely on. node-lifecycle must run because taint eviction uses the pod
@@ -45,6 +44,10 @@ CONTROLLERS = (
     "root-ca-certificate-publisher-controller",
 )
 NEVER = "87600h"
+
+
+class KubectlError(RuntimeError):
+    pass
 
 
 class Tier(enum.StrEnum):
@@ -73,14 +76,18 @@ class Cluster:
     def kubectl(
         self, *args: str, check: bool = True, input: str | None = None
     ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
+        """Run kubectl as admin; with ``check``, a failure raises with kubectl's own message."""
+        result = subprocess.run(
             [self.bins["kubectl"], f"--kubeconfig={self.kubeconfig}", *args],
             capture_output=True,
             text=True,
-            check=check,
             input=input,
             timeout=60,
+            check=False,
         )
+        if check and result.returncode != 0:
+            raise KubectlError(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
+        return result
 
     def stop(self) -> None:
         for p in reversed(self.processes):
@@ -92,7 +99,7 @@ class Cluster:
     def __enter__(self) -> Cluster:
         return self
 
-    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+    def __exit__(self, *_exc: object) -> None:
         self.stop()
 
 
