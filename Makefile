@@ -54,7 +54,8 @@ integration: install control-plane ## the cluster tiers only (integration and e2
 .PHONY: test
 test: lint control-plane ## everything CI runs: lint, types, and every test tier
 	$(BIN)/kubetrain manifests --check
-	$(BIN_PATH) $(BIN)/pytest --hypothesis-show-statistics $(PYTEST_ARGS)
+	@# Cluster tiers last: their session-wide control planes then start only when needed.
+	$(BIN_PATH) $(BIN)/pytest --hypothesis-show-statistics $(PYTEST_ARGS) tests/unit tests/property tests/integration tests/e2e
 
 .PHONY: dev
 dev: install control-plane ## a local control plane in the foreground (Ctrl-C stops it)

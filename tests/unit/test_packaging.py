@@ -27,3 +27,13 @@ def test_api_and_operator_are_not_top_level_modules() -> None:
 def test_packages_are_typed() -> None:
     for package in (kubetrain.api, kubetrain.operator):
         assert (pathlib.Path(package.__file__).parent / "py.typed").exists()
+
+
+def test_every_source_package_is_installed() -> None:
+    # pyproject lists packages by hand (package-dir renames them); a forgotten one would
+    # work from a checkout and be missing from the wheel.
+    root = pathlib.Path(__file__).resolve().parents[2]
+    for top, name in (("api", "kubetrain.api"), ("operator", "kubetrain.operator")):
+        for init in (root / top).rglob("__init__.py"):
+            dotted = ".".join((name, *init.parent.relative_to(root / top).parts))
+            assert importlib.util.find_spec(dotted) is not None, f"{dotted} is not installed"

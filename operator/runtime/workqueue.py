@@ -1,0 +1,190 @@
+"""A work queue of keys with client-go's guarantees, for asyncio workers.
+
+- **One worker per key.** A key being processed is never handed out again until
+  :meth:`WorkQueue.done`; if it is added meanwhile it is marked dirty and queued once
+  more after ``done`` — so no change is lost and none is processed twice at once.
+- **Deduplication.** A key waiting in the queue is there once, however often it is added.
+- **Delays.** :meth:`add_after` for ``Result(requeue_after)``; :meth:`add_rate_limited`
+  for errors, with the delay from a :mod:`~.ratelimit` limiter. A key delayed twice keeps
+  the earlier time.
+
+The bookkeeping is synchronous (:meth:`get_nowait`) and driven by an injected clock, so
+it is property-tested without an event loop; :meth:`get` is the async wait around it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+import time
+from collections import deque
+from collections.abc import Callable, Hashable
+from typing import Generic, Protocol, TypeVar
+
+from kubetrain.operator.runtime import ratelimit
+
+__all__ = ["NoMetrics", "QueueMetrics", "WorkQueue"]
+
+K = TypeVar("K", bound=Hashable)
+
+
+class QueueMetrics(Protocol):
+    def added(self) -> None: ...
+    def depth(self, depth: int) -> None: ...
+    def started(self, waited: float) -> None: ...
+    def finished(self, worked: float) -> None: ...
+    def retried(self) -> None: ...
+
+
+class NoMetrics:
+    def added(self) -> None:
+        pass
+
+    def depth(self, depth: int) -> None:
+        pass
+
+    def started(self, waited: float) -> None:
+        pass
+
+    def finished(self, worked: float) -> None:
+        pass
+
+    def retried(self) -> None:
+        pass
+
+
+class WorkQueue(Generic[K]):
+    def __init__(
+        self,
+        rate_limiter: ratelimit.RateLimiter | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        metrics: QueueMetrics | None = None,
+    ) -> None:
+        self._limiter = rate_limiter or ratelimit.controller_default(clock)
+        self._clock = clock
+        self._metrics = metrics or NoMetrics()
+        self._queue: deque[K] = deque()
+        self._dirty: set[K] = set()
+        self._processing: dict[K, float] = {}
+        self._queued_at: dict[K, float] = {}
+        self._delayed: list[tuple[float, int, K]] = []
+        self._delayed_at: dict[K, float] = {}
+        self._seq = itertools.count()
+        self._wakeup = asyncio.Event()
+        self._shutting_down = False
+
+    # --- adding ----------------------------------------------------------------------------
+
+    def add(self, key: K) -> None:
+        if self._shutting_down or key in self._dirty:
+            return
+        self._metrics.added()
+        self._dirty.add(key)
+        self._queued_at.setdefault(key, self._clock())
+        if key in self._processing:
+            return  # queued again by done()
+        self._queue.append(key)
+        self._changed()
+
+    def add_after(self, key: K, delay: float) -> None:
+        if self._shutting_down:
+            return
+        if delay <= 0:
+            self.add(key)
+            return
+        ready = self._clock() + delay
+        if self._delayed_at.get(key, float("inf")) <= ready:
+            return
+        self._delayed_at[key] = ready
+        heapq.heappush(self._delayed, (ready, next(self._seq), key))
+        self._wakeup.set()
+
+    def add_rate_limited(self, key: K) -> None:
+        self._metrics.retried()
+        self.add_after(key, self._limiter.when(key))
+
+    def forget(self, key: K) -> None:
+        self._limiter.forget(key)
+
+    def num_requeues(self, key: K) -> int:
+        return self._limiter.retries(key)
+
+    # --- taking ----------------------------------------------------------------------------
+
+    def get_nowait(self) -> K | None:
+        """The next key, now in processing; ``None`` if nothing is due."""
+        self._promote_due()
+        if not self._queue:
+            return None
+        key = self._queue.popleft()
+        self._dirty.discard(key)
+        now = self._clock()
+        self._processing[key] = now
+        self._metrics.started(now - self._queued_at.pop(key, now))
+        self._metrics.depth(len(self._queue))
+        return key
+
+    async def get(self) -> K | None:
+        """Wait for the next key; ``None`` once the queue is shut down."""
+        while True:
+            key = self.get_nowait()
+            if key is not None:
+                return key
+            if self._shutting_down:
+                return None
+            timeout = self._delayed[0][0] - self._clock() if self._delayed else None
+            # No await between the check above and clear(): no wake-up can be missed.
+            self._wakeup.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), timeout)
+
+    def done(self, key: K) -> None:
+        started = self._processing.pop(key, None)
+        if started is not None:
+            self._metrics.finished(self._clock() - started)
+        if key in self._dirty:
+            self._queue.append(key)
+            self._changed()
+
+    # --- state -----------------------------------------------------------------------------
+
+    def shut_down(self) -> None:
+        self._shutting_down = True
+        self._wakeup.set()
+
+    @property
+    def shutting_down(self) -> bool:
+        return self._shutting_down
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def processing(self) -> frozenset[K]:
+        return frozenset(self._processing)
+
+    def pending(self) -> frozenset[K]:
+        """Every key that will still be handed out: queued, dirty or delayed."""
+        return frozenset(self._queue) | frozenset(self._dirty) | frozenset(self._delayed_at)
+
+    def unfinished_seconds(self) -> float:
+        now = self._clock()
+        return sum(now - t for t in self._processing.values())
+
+    def longest_running_seconds(self) -> float:
+        now = self._clock()
+        return max((now - t for t in self._processing.values()), default=0.0)
+
+    def _promote_due(self) -> None:
+        now = self._clock()
+        while self._delayed and self._delayed[0][0] <= now:
+            ready, _, key = heapq.heappop(self._delayed)
+            if self._delayed_at.get(key) == ready:
+                del self._delayed_at[key]
+                self.add(key)
+
+    def _changed(self) -> None:
+        self._metrics.depth(len(self._queue))
+        self._wakeup.set()
