@@ -19,7 +19,7 @@ import ssl
 import subprocess
 import tempfile
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 import yaml
@@ -62,8 +62,11 @@ class Cluster:
     bins: binaries_.Binaries
     nodes: int
     server: str = ""
+    etcd_url: str = ""
+    apiserver_args: tuple[str, ...] = ()
     processes: list[process.Process] = attrs.field(factory=list)
     _owns_workdir: bool = True
+    _apiserver_ready: Callable[[], bool] | None = None
 
     @property
     def kubeconfig(self) -> pathlib.Path:
@@ -89,6 +92,34 @@ class Cluster:
             raise KubectlError(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
         return result
 
+    def restart_apiserver(self, timeout: float = 60) -> None:
+        """Stop kube-apiserver and start it again on the same port, state kept in etcd."""
+        apiserver = next(p for p in self.processes if p.name == "kube-apiserver")
+        apiserver.stop()
+        apiserver.start()
+        assert self._apiserver_ready is not None
+        process.wait_until(
+            "kube-apiserver to be ready again", self._apiserver_ready, timeout=timeout, watch=[apiserver]
+        )
+
+    def compact_etcd(self) -> int:
+        """Compact etcd up to its current revision (as the apiserver does every 5 minutes)."""
+
+        def post(path: str, body: dict[str, object]) -> dict[str, object]:
+            request = urllib.request.Request(
+                f"{self.etcd_url}{path}",
+                data=json.dumps(body).encode(),
+                headers={"Content-Type": "application/json"},
+            )
+            with urllib.request.urlopen(request, timeout=10) as r:
+                return dict(json.load(r))
+
+        header = post("/v3/maintenance/status", {})["header"]
+        assert isinstance(header, dict)
+        revision = int(header["revision"])
+        post("/v3/kv/compaction", {"revision": str(revision), "physical": True})
+        return revision
+
     def stop(self) -> None:
         for p in reversed(self.processes):
             p.stop()
@@ -110,12 +141,20 @@ def start(
     workdir: pathlib.Path | None = None,
     bins: binaries_.Binaries | None = None,
     timeout: float = 90,
+    apiserver_args: tuple[str, ...] = (),
 ) -> Cluster:
     """Start a control plane; on any failure, stop what was started and raise StartError."""
     owns = workdir is None
     wd = pathlib.Path(tempfile.mkdtemp(prefix="kubetrain-cp-")) if workdir is None else workdir
     wd.mkdir(parents=True, exist_ok=True)
-    cluster = Cluster(tier=tier, workdir=wd, bins=bins or binaries_.find(), nodes=nodes, owns_workdir=owns)
+    cluster = Cluster(
+        tier=tier,
+        workdir=wd,
+        bins=bins or binaries_.find(),
+        nodes=nodes,
+        owns_workdir=owns,
+        apiserver_args=apiserver_args,
+    )
     try:
         _start(cluster, timeout)
     except BaseException:
@@ -200,6 +239,7 @@ def _start_etcd(c: Cluster, timeout: float) -> str:
             return bool(json.load(r).get("health") == "true")
 
     process.wait_until("etcd to be healthy", healthy, timeout=timeout, watch=[etcd])
+    c.etcd_url = url
     return url
 
 
@@ -229,6 +269,7 @@ def _start_apiserver(c: Cluster, etcd_url: str, certs: dict[str, pathlib.Path], 
             "--disable-admission-plugins=TaintNodesByCondition",
             "--enable-priority-and-fairness=false",
             "--v=1",
+            *c.apiserver_args,
         ],
         c.workdir / "logs" / "kube-apiserver.log",
     )
@@ -242,6 +283,7 @@ def _start_apiserver(c: Cluster, etcd_url: str, certs: dict[str, pathlib.Path], 
         with urllib.request.urlopen(f"{c.server}/readyz", timeout=2, context=context) as r:
             return bool(r.status == 200)
 
+    c._apiserver_ready = ready
     process.wait_until("kube-apiserver to be ready", ready, timeout=timeout, watch=[apiserver])
 
 

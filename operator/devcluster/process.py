@@ -3,6 +3,8 @@
 Each child runs in its own session (a Ctrl-C in the terminal reaches only us, and we stop
 children in order) and asks the kernel for SIGKILL when its parent dies
 (``PR_SET_PDEATHSIG``), so even a ``kill -9`` of the test runner leaves nothing behind.
+The kernel ties that signal to the *thread* that started the child, so children are
+started from the main thread only.
 A normal exit stops whatever is still running (``atexit``).
 """
 
@@ -14,6 +16,7 @@ import pathlib
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Sequence
 
@@ -40,6 +43,11 @@ class Process:
         self._popen: subprocess.Popen[bytes] | None = None
 
     def start(self, env: dict[str, str] | None = None) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            # PR_SET_PDEATHSIG fires when the *thread* that forked the child ends.
+            raise RuntimeError(
+                f"start {self.name} from the main thread: a worker thread's exit would kill it"
+            )
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as out:
             self._popen = subprocess.Popen(

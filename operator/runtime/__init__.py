@@ -1,9 +1,11 @@
 """What an operator needs beyond kr8s: a compact port of controller-runtime's ideas.
 
-Modules: ``ratelimit`` (per-key backoff and a token bucket), ``workqueue`` (one worker
-per key, deduplication, delays).
+Modules: ``client`` (every request: timeouts, QPS/burst, patches, spans), ``cache`` (a
+kind's objects with indexes), ``informer`` (list then watch, resumable, re-list on 410),
+``ratelimit`` (per-key backoff and a token bucket), ``workqueue`` (one worker per key,
+deduplication, delays).
 """
 
-from kubetrain.operator.runtime import ratelimit, workqueue
+from kubetrain.operator.runtime import cache, client, informer, ratelimit, workqueue
 
-__all__ = ["ratelimit", "workqueue"]
+__all__ = ["cache", "client", "informer", "ratelimit", "workqueue"]

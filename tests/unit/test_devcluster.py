@@ -86,3 +86,25 @@ def test_stop_escalates_to_sigkill(tmp_path: pathlib.Path) -> None:
     p.stop(timeout=0.5)
     assert not p.alive()
     assert process.pids_alive([p.pid]) == []
+
+
+def test_children_start_only_from_the_main_thread(tmp_path: pathlib.Path) -> None:
+    import threading
+
+    p = process.Process(
+        "sleeper", [sys.executable, "-P", "-c", "import time; time.sleep(5)"], tmp_path / "s.log"
+    )
+    errors: list[BaseException] = []
+
+    def start_in_thread() -> None:
+        try:
+            p.start()
+        except RuntimeError as e:
+            errors.append(e)
+
+    t = threading.Thread(target=start_in_thread)
+    t.start()
+    t.join()
+    assert len(errors) == 1
+    assert "main thread" in str(errors[0])
+    assert not p.alive()

@@ -1,0 +1,106 @@
+"""The informer's in-memory copy of one kind, with indexes.
+
+Objects are keyed ``namespace/name`` (or ``name`` when cluster-scoped). Indexers map an
+object to the values it is filed under — :func:`by_owner` files pods, services and
+config maps under the TrainingJob that controls them — so the reconciler finds a job's
+children without listing anything. Reads return the stored dicts; treat them as frozen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+__all__ = ["Indexer", "Store", "by_owner", "key_of"]
+
+Obj = dict[str, Any]
+Indexer = Callable[[Obj], Iterable[str]]
+
+
+def key_of(obj: Mapping[str, Any]) -> str:
+    meta = obj["metadata"]
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
+
+
+def by_owner(kind: str = "TrainingJob") -> Indexer:
+    """Index by the ``namespace/name`` of the controlling owner of ``kind``."""
+
+    def index(obj: Obj) -> list[str]:
+        meta = obj["metadata"]
+        return [
+            f"{meta.get('namespace', '')}/{ref['name']}"
+            for ref in meta.get("ownerReferences", [])
+            if ref.get("controller") and ref.get("kind") == kind
+        ]
+
+    return index
+
+
+class Store:
+    def __init__(self, indexers: Mapping[str, Indexer] | None = None) -> None:
+        self._items: dict[str, Obj] = {}
+        self._indexers = dict(indexers or {})
+        self._indexes: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: str) -> Obj | None:
+        return self._items.get(key)
+
+    def objects(self) -> list[Obj]:
+        return list(self._items.values())
+
+    def keys(self) -> list[str]:
+        return list(self._items)
+
+    def by_index(self, index: str, value: str) -> list[Obj]:
+        return [self._items[k] for k in sorted(self._indexes[index].get(value, ()))]
+
+    def upsert(self, obj: Obj) -> Obj | None:
+        """Store ``obj``; returns the version it replaced."""
+        key = key_of(obj)
+        old = self._items.get(key)
+        if old is not None:
+            self._unindex(key, old)
+        self._items[key] = obj
+        self._index(key, obj)
+        return old
+
+    def remove(self, key: str) -> Obj | None:
+        old = self._items.pop(key, None)
+        if old is not None:
+            self._unindex(key, old)
+        return old
+
+    def replace(self, objs: Iterable[Obj]) -> tuple[list[Obj], list[tuple[Obj, Obj]], list[Obj]]:
+        """Make the store hold exactly ``objs``: (added, updated as (old, new), removed)."""
+        fresh = {key_of(o): o for o in objs}
+        removed = [old for k in list(self._items) if k not in fresh and (old := self.remove(k)) is not None]
+        added, updated = [], []
+        for obj in fresh.values():
+            old = self.upsert(obj)
+            if old is None:
+                added.append(obj)
+            elif _rv(old) != _rv(obj):
+                updated.append((old, obj))
+        return added, updated, removed
+
+    def _index(self, key: str, obj: Obj) -> None:
+        for name, indexer in self._indexers.items():
+            for value in indexer(obj):
+                self._indexes[name].setdefault(value, set()).add(key)
+
+    def _unindex(self, key: str, obj: Obj) -> None:
+        for name, indexer in self._indexers.items():
+            for value in indexer(obj):
+                keys = self._indexes[name].get(value)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del self._indexes[name][value]
+
+
+def _rv(obj: Obj) -> str:
+    return str(obj["metadata"].get("resourceVersion", ""))

@@ -1,0 +1,275 @@
+"""Every request the operator makes goes through one door.
+
+kr8s supplies configuration, authentication and the HTTP session; :class:`Client` adds
+what an operator must have on top: a timeout on every request, a client-side QPS and
+burst limit (a token bucket shared by all requests), writes as patches only — JSON
+merge patches (optionally to the status subresource) or server-side apply with one field
+manager — and a child span for every write. :class:`Resource` names an API resource
+and builds its paths.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any
+
+import attrs
+import httpx
+import kr8s.asyncio
+from opentelemetry import trace
+
+from kubetrain.operator.runtime import ratelimit
+
+__all__ = [
+    "CONFIGMAPS",
+    "EVENTS",
+    "LEASES",
+    "PODS",
+    "SERVICES",
+    "TRAININGJOBS",
+    "ApiError",
+    "Client",
+    "Resource",
+]
+
+FIELD_MANAGER = "kubetrain-operator"
+_tracer = trace.get_tracer("kubetrain.operator.runtime.client")
+
+
+@attrs.frozen
+class Resource:
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def parts(
+        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
+    ) -> tuple[str, str, str]:
+        """(base, version, rest) as kr8s's ``call_api`` wants them."""
+        base = "/apis" if self.group else "/api"
+        rest = [f"namespaces/{namespace}"] if namespace and self.namespaced else []
+        rest.append(self.plural)
+        if name:
+            rest.append(name)
+            if subresource:
+                rest.append(subresource)
+        return base, self.api_version, "/".join(rest)
+
+    def path(
+        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
+    ) -> str:
+        base, version, rest = self.parts(namespace, name, subresource)
+        return f"{base}/{version}/{rest}"
+
+
+PODS = Resource("", "v1", "pods", "Pod")
+SERVICES = Resource("", "v1", "services", "Service")
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
+EVENTS = Resource("", "v1", "events", "Event")
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+TRAININGJOBS = Resource("training.kubetrain.dev", "v1beta1", "trainingjobs", "TrainingJob")
+
+
+class ApiError(Exception):
+    """A request the apiserver refused; ``status`` is the HTTP status, ``reason`` its Status reason."""
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(f"{status} {reason}: {message}")
+        self.status, self.reason, self.message = status, reason, message
+
+    @property
+    def not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def conflict(self) -> bool:
+        return self.status == 409
+
+    @property
+    def gone(self) -> bool:
+        return self.status == 410
+
+
+class _TokenBucket:
+    def __init__(self, qps: float, burst: int) -> None:
+        self._bucket = ratelimit.BucketRateLimiter(qps, burst, time.monotonic)
+        self._lock = asyncio.Lock()
+
+    async def acquire(self) -> None:
+        async with self._lock:
+            delay = self._bucket.when(None)
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+
+class Client:
+    def __init__(
+        self,
+        api: kr8s.asyncio.Api,
+        *,
+        qps: float = 20.0,
+        burst: int = 30,
+        timeout: float = 30.0,
+        field_manager: str = FIELD_MANAGER,
+    ) -> None:
+        self._api = api
+        self._bucket = _TokenBucket(qps, burst)
+        self.timeout = timeout
+        self.field_manager = field_manager
+
+    @classmethod
+    async def connect(cls, kubeconfig: str | None = None, **options: Any) -> Client:
+        # Not kr8s.asyncio.api(): it caches by id(event loop), and a new loop can reuse the id
+        # of a closed one and get its dead session back.
+        api = await kr8s.asyncio.Api(kubeconfig=kubeconfig, bypass_factory=True)
+        return cls(api, **options)
+
+    async def request(
+        self,
+        method: str,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        name: str | None = None,
+        subresource: str | None = None,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | None = None,
+    ) -> Any:
+        await self._bucket.acquire()
+        base, version, rest = resource.parts(namespace, name, subresource)
+        kwargs: dict[str, Any] = {"params": dict(params or {}), "timeout": timeout or self.timeout}
+        if body is not None:
+            kwargs["content"] = json.dumps(body)
+            kwargs["headers"] = {"Content-Type": content_type}
+        try:
+            async with self._api.call_api(
+                method, version=version, base=base, url=rest, raise_for_status=False, **kwargs
+            ) as response:
+                return _decode(response)
+        except kr8s.APITimeoutError as e:
+            raise ApiError(504, "Timeout", str(e)) from e
+        except httpx.TransportError as e:
+            raise ApiError(503, "Unavailable", f"{type(e).__name__}: {e}") from e
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Any:
+        return await self.request("GET", resource, namespace=namespace, name=name)
+
+    async def list(self, resource: Resource, namespace: str | None = None, **params: str) -> Any:
+        return await self.request("GET", resource, namespace=namespace, params=params)
+
+    async def create(self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None) -> Any:
+        with _write_span("create", resource, body.get("metadata", {}).get("name")):
+            return await self.request("POST", resource, namespace=namespace, body=body)
+
+    async def delete(
+        self,
+        resource: Resource,
+        name: str,
+        namespace: str | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> Any:
+        body = {} if grace_period_seconds is None else {"gracePeriodSeconds": grace_period_seconds}
+        with _write_span("delete", resource, name):
+            return await self.request("DELETE", resource, namespace=namespace, name=name, body=body)
+
+    async def merge_patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Mapping[str, Any],
+        namespace: str | None = None,
+        subresource: str | None = None,
+    ) -> Any:
+        with _write_span("patch", resource, name, subresource):
+            return await self.request(
+                "PATCH",
+                resource,
+                namespace=namespace,
+                name=name,
+                subresource=subresource,
+                body=patch,
+                content_type="application/merge-patch+json",
+            )
+
+    async def apply(self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None) -> Any:
+        """Server-side apply with this client's single field manager."""
+        name = body["metadata"]["name"]
+        with _write_span("apply", resource, name):
+            return await self.request(
+                "PATCH",
+                resource,
+                namespace=namespace,
+                name=name,
+                body=body,
+                params={"fieldManager": self.field_manager, "force": "true"},
+                content_type="application/apply-patch+yaml",
+            )
+
+    async def stream(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        params: Mapping[str, str],
+        read_timeout: float,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The events of a watch, one JSON object per line; a silent stream times out."""
+        await self._bucket.acquire()
+        base, version, rest = resource.parts(namespace)
+        timeout = httpx.Timeout(self.timeout, read=read_timeout)
+        try:
+            async with self._api.call_api(
+                "GET",
+                version=version,
+                base=base,
+                url=rest,
+                stream=True,
+                raise_for_status=False,
+                params=dict(params),
+                timeout=timeout,
+            ) as response:
+                if response.is_error:
+                    await response.aread()
+                    _decode(response)
+                async for line in response.aiter_lines():
+                    if line:
+                        yield json.loads(line)
+        except kr8s.APITimeoutError as e:
+            raise ApiError(504, "Timeout", "watch was silent too long") from e
+        except httpx.TransportError as e:
+            raise ApiError(503, "Unavailable", f"{type(e).__name__}: {e}") from e
+
+
+def _decode(response: httpx.Response) -> Any:
+    try:
+        data = response.json() if response.content else {}
+    except json.JSONDecodeError:
+        data = {"message": response.text}
+    if response.is_error:
+        raise ApiError(
+            response.status_code, str(data.get("reason", "")), str(data.get("message", response.text))
+        )
+    return data
+
+
+@contextlib.contextmanager
+def _write_span(
+    verb: str, resource: Resource, name: str | None, subresource: str | None = None
+) -> Iterator[None]:
+    """A child span for one API write, under the reconcile span that caused it."""
+    title = f"{verb} {resource.kind}" + (f"/{subresource}" if subresource else "")
+    attributes = {"k8s.resource": resource.plural, "k8s.name": name or "", "k8s.verb": verb}
+    with _tracer.start_as_current_span(title, attributes=attributes):
+        yield
