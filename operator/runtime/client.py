@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -100,6 +100,10 @@ class ApiError(Exception):
         return self.status == 410
 
 
+class NotLeaderError(RuntimeError):
+    """A write refused because this process does not hold leadership right now."""
+
+
 class _TokenBucket:
     def __init__(self, qps: float, burst: int) -> None:
         self._bucket = ratelimit.BucketRateLimiter(qps, burst, time.monotonic)
@@ -126,6 +130,9 @@ class Client:
         self._bucket = _TokenBucket(qps, burst)
         self.timeout = timeout
         self.field_manager = field_manager
+        # Fencing: the manager points this at its leader elector, so a process that lost
+        # leadership (paused, partitioned, slow) can no longer write anything.
+        self.write_gate: Callable[[], bool] = lambda: True
 
     @classmethod
     async def connect(cls, kubeconfig: str | None = None, **options: Any) -> Client:
@@ -147,6 +154,8 @@ class Client:
         content_type: str = "application/json",
         timeout: float | None = None,
     ) -> Any:
+        if method != "GET" and not self.write_gate():
+            raise NotLeaderError(f"{method} {resource.plural}/{name or ''} refused: not the leader")
         await self._bucket.acquire()
         base, version, rest = resource.parts(namespace, name, subresource)
         kwargs: dict[str, Any] = {"params": dict(params or {}), "timeout": timeout or self.timeout}
