@@ -106,6 +106,7 @@ class NotLeaderError(RuntimeError):
 
 class _TokenBucket:
     def __init__(self, qps: float, burst: int) -> None:
+        self.qps, self.burst = qps, burst
         self._bucket = ratelimit.BucketRateLimiter(qps, burst, time.monotonic)
         self._lock = asyncio.Lock()
 
@@ -133,6 +134,16 @@ class Client:
         # Fencing: the manager points this at its leader elector, so a process that lost
         # leadership (paused, partitioned, slow) can no longer write anything.
         self.write_gate: Callable[[], bool] = lambda: True
+
+    def ungated(self) -> Client:
+        """A client on the same session without the write gate (for the Lease itself)."""
+        return Client(
+            self._api,
+            qps=self._bucket.qps,
+            burst=self._bucket.burst,
+            timeout=self.timeout,
+            field_manager=self.field_manager,
+        )
 
     @classmethod
     async def connect(cls, kubeconfig: str | None = None, **options: Any) -> Client:

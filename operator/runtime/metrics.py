@@ -1,0 +1,170 @@
+"""Prometheus metrics under the names controller-runtime uses, plus kubetrain's job counters.
+
+Dashboards and alerts written for controller-runtime operators work unchanged:
+``controller_runtime_reconcile_total{controller,result}``, the reconcile-time histogram,
+``workqueue_*`` per queue, and ``leader_election_master_status``. kubetrain adds
+``kubetrain_jobs_{created,succeeded,failed,restarted}_total{framework,namespace}``.
+Everything lives in :data:`REGISTRY`, served at ``/metrics``.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+__all__ = ["REGISTRY", "QueueMetrics"]
+
+REGISTRY = CollectorRegistry()
+
+_BUCKETS = (
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.15,
+    0.2,
+    0.25,
+    0.3,
+    0.35,
+    0.4,
+    0.45,
+    0.5,
+    0.6,
+    0.7,
+    0.8,
+    0.9,
+    1.0,
+    1.25,
+    1.5,
+    1.75,
+    2.0,
+    2.5,
+    3.0,
+    3.5,
+    4.0,
+    4.5,
+    5,
+    6,
+    7,
+    8,
+    9,
+    10,
+    15,
+    20,
+    25,
+    30,
+    40,
+    50,
+    60,
+)
+
+RECONCILE_TOTAL = Counter(
+    "controller_runtime_reconcile_total",
+    "Reconciliations per controller and result.",
+    ["controller", "result"],
+    registry=REGISTRY,
+)
+RECONCILE_ERRORS = Counter(
+    "controller_runtime_reconcile_errors_total",
+    "Reconciliation errors per controller.",
+    ["controller"],
+    registry=REGISTRY,
+)
+TERMINAL_ERRORS = Counter(
+    "controller_runtime_terminal_reconcile_errors_total",
+    "Terminal reconciliation errors per controller.",
+    ["controller"],
+    registry=REGISTRY,
+)
+RECONCILE_TIME = Histogram(
+    "controller_runtime_reconcile_time_seconds",
+    "Time per reconciliation.",
+    ["controller"],
+    buckets=_BUCKETS,
+    registry=REGISTRY,
+)
+MAX_CONCURRENT = Gauge(
+    "controller_runtime_max_concurrent_reconciles",
+    "Workers per controller.",
+    ["controller"],
+    registry=REGISTRY,
+)
+ACTIVE_WORKERS = Gauge(
+    "controller_runtime_active_workers", "Workers reconciling now.", ["controller"], registry=REGISTRY
+)
+
+WORKQUEUE_DEPTH = Gauge("workqueue_depth", "Current depth of the work queue.", ["name"], registry=REGISTRY)
+WORKQUEUE_ADDS = Counter(
+    "workqueue_adds_total", "Adds handled by the work queue.", ["name"], registry=REGISTRY
+)
+WORKQUEUE_LATENCY = Histogram(
+    "workqueue_queue_duration_seconds",
+    "Time a key waits before it is processed.",
+    ["name"],
+    buckets=_BUCKETS,
+    registry=REGISTRY,
+)
+WORKQUEUE_WORK = Histogram(
+    "workqueue_work_duration_seconds",
+    "Time processing a key takes.",
+    ["name"],
+    buckets=_BUCKETS,
+    registry=REGISTRY,
+)
+WORKQUEUE_RETRIES = Counter("workqueue_retries_total", "Rate-limited requeues.", ["name"], registry=REGISTRY)
+WORKQUEUE_UNFINISHED = Gauge(
+    "workqueue_unfinished_work_seconds", "Seconds of work in progress.", ["name"], registry=REGISTRY
+)
+WORKQUEUE_LONGEST = Gauge(
+    "workqueue_longest_running_processor_seconds",
+    "Longest running key, in seconds.",
+    ["name"],
+    registry=REGISTRY,
+)
+
+LEADER = Gauge("leader_election_master_status", "1 while this process leads.", ["name"], registry=REGISTRY)
+
+JOBS_CREATED = Counter(
+    "kubetrain_jobs_created_total",
+    "TrainingJobs seen created.",
+    ["framework", "namespace"],
+    registry=REGISTRY,
+)
+JOBS_SUCCEEDED = Counter(
+    "kubetrain_jobs_succeeded_total",
+    "TrainingJobs that succeeded.",
+    ["framework", "namespace"],
+    registry=REGISTRY,
+)
+JOBS_FAILED = Counter(
+    "kubetrain_jobs_failed_total", "TrainingJobs that failed.", ["framework", "namespace"], registry=REGISTRY
+)
+JOBS_RESTARTED = Counter(
+    "kubetrain_jobs_restarted_total", "TrainingJob restarts.", ["framework", "namespace"], registry=REGISTRY
+)
+
+
+class QueueMetrics:
+    """The work queue's hooks, reported under ``name``."""
+
+    def __init__(self, name: str) -> None:
+        self._depth = WORKQUEUE_DEPTH.labels(name)
+        self._adds = WORKQUEUE_ADDS.labels(name)
+        self._latency = WORKQUEUE_LATENCY.labels(name)
+        self._work = WORKQUEUE_WORK.labels(name)
+        self._retries = WORKQUEUE_RETRIES.labels(name)
+
+    def added(self) -> None:
+        self._adds.inc()
+
+    def depth(self, depth: int) -> None:
+        self._depth.set(depth)
+
+    def started(self, waited: float) -> None:
+        self._latency.observe(waited)
+
+    def finished(self, worked: float) -> None:
+        self._work.observe(worked)
+
+    def retried(self) -> None:
+        self._retries.inc()
