@@ -15,4 +15,4 @@ FROM python:3.11-slim
 ENV PATH=/opt/kubetrain/bin:$PATH PYTHONSAFEPATH=1 PYTHONUNBUFFERED=1
 COPY --from=build /opt/kubetrain /opt/kubetrain
 USER 65532:65532
-ENTRYPOINT ["python", "-m", "kubetrain.operator"]
+ENTRYPOINT ["kubetrain-operator"]

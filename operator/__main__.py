@@ -1,7 +1,7 @@
-"""``python -m kubetrain.operator`` runs the ``kubetrain`` command."""
+"""``python -m kubetrain.operator`` runs the operator (the ``kubetrain-operator`` command)."""
 
 import sys
 
-from kubetrain.operator import cli
+from kubetrain.operator import main
 
-sys.exit(cli.main())
+sys.exit(main.main())

@@ -106,3 +106,7 @@ def _manifests(args: argparse.Namespace) -> int:
     path.write_text(wanted)
     print(f"wrote {path}")
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

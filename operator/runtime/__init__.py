@@ -4,7 +4,8 @@ Modules: ``client`` (every request: timeouts, QPS/burst, patches, spans, write g
 ``cache`` (a kind's objects with indexes), ``informer`` (list then watch, resumable,
 re-list on 410), ``workqueue`` and ``ratelimit`` (one worker per key, deduplication,
 delays, backoff), ``reconcile`` (Reconciler, Result, TerminalError), ``controller``
-(informers to queue to workers), ``leaderelection`` (a Lease, with fencing),
+(informers to queue to workers), ``events`` (aggregated Events), ``leaderelection``
+(a Lease, with fencing),
 ``metrics``, ``servers`` (probes, metrics, webhooks), ``tracing``, ``logs``, and
 ``manager``, which runs them all.
 """
@@ -13,6 +14,7 @@ from kubetrain.operator.runtime import (
     cache,
     client,
     controller,
+    events,
     informer,
     leaderelection,
     logs,
@@ -29,6 +31,7 @@ __all__ = [
     "cache",
     "client",
     "controller",
+    "events",
     "informer",
     "leaderelection",
     "logs",

@@ -92,16 +92,16 @@ class Manager:
         return all(i.synced.is_set() for i in self._informers.values())
 
     def _readiness(self) -> dict[str, servers.Check]:
-        checks: dict[str, servers.Check] = {"informers-synced": self.synced}
-        if self.webhooks is not None:
-            checks["webhook-serving"] = self.webhooks.serving
-        return checks
+        def webhooks_serving() -> bool:
+            return self.webhooks is None or not self.webhooks.handlers or self.webhooks.serving()
+
+        return {"informers-synced": self.synced, "webhook-serving": webhooks_serving}
 
     async def run(self, stop: asyncio.Event) -> int:
         """Run until ``stop`` is set (returns 0) or leadership is lost (returns 1)."""
         await self.probe_server.start()
         await self.metrics_server.start()
-        if self.webhooks is not None:
+        if self.webhooks is not None and self.webhooks.handlers:
             await self.webhooks.start()
         tasks = [
             asyncio.create_task(i.run(), name=f"informer {i.resource.plural}")

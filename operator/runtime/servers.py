@@ -94,6 +94,7 @@ class WebhookServer:
         self._app = web.Application()
         self._server = Server(self._app, f"{host}:{port}", self.ssl_context)
         self._reloader: asyncio.Task[None] | None = None
+        self.handlers: list[str] = []
 
     @property
     def port(self) -> int:
@@ -110,6 +111,7 @@ class WebhookServer:
             return web.json_response(await handler(body))
 
         self._app.router.add_post(path, handle)
+        self.handlers.append(path)
 
     def serving(self) -> bool:
         return self._loaded is not None and self._server.port != 0

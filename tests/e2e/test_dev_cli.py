@@ -15,7 +15,7 @@ from kubetrain.operator.devcluster import binaries, process
 
 def kubetrain(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-P", "-m", "kubetrain.operator", *args],
+        [sys.executable, "-P", "-m", "kubetrain.operator.cli", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -31,7 +31,7 @@ def test_up_kubeconfig_down(tmp_path: pathlib.Path) -> None:
         str(pathlib.Path(binaries.find()[n]).parent) for n in binaries.NAMES
     )
     up = subprocess.Popen(
-        [sys.executable, "-P", "-m", "kubetrain.operator", "dev", "up", "--nodes", "1"],
+        [sys.executable, "-P", "-m", "kubetrain.operator.cli", "dev", "up", "--nodes", "1"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

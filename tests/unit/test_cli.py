@@ -26,7 +26,7 @@ spec:
 
 def kubetrain(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-P", "-m", "kubetrain.operator", *args],
+        [sys.executable, "-P", "-m", "kubetrain.operator.cli", *args],
         input=stdin,
         capture_output=True,
         text=True,

@@ -1,0 +1,118 @@
+"""``kubetrain-operator``: the operator process.
+
+Flags follow controller-runtime's manager (``--leader-elect``, ``--metrics-bind-address``,
+``--health-probe-bind-address``, ...). The process configures JSON logs and tracing,
+connects with the given QPS and burst, and runs a :class:`~.runtime.manager.Manager`
+with the TrainingJob controller until SIGTERM or SIGINT (exit 0) or until it loses
+leadership (exit 1, so Kubernetes restarts it as a fresh candidate).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import pathlib
+import signal
+import sys
+from collections.abc import Sequence
+
+from kubetrain.operator.runtime import cache, client, controller, logs, manager, reconcile, tracing
+
+__all__ = ["main", "parser"]
+
+log = logging.getLogger("kubetrain.operator")
+
+CHILD_SELECTOR = "training.kubetrain.dev/job-name"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kubetrain-operator", description="Run the kubetrain operator.")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
+    p.add_argument("--namespace", help="watch only this namespace (default: all)")
+    p.add_argument("--leader-elect", action="store_true", help="elect one active replica through a Lease")
+    p.add_argument("--leader-election-namespace", default="kubetrain-system")
+    p.add_argument("--leader-election-id", default="kubetrain-operator-leader")
+    p.add_argument("--max-concurrent-reconciles", type=int, default=4)
+    p.add_argument("--metrics-bind-address", default=":8080", help="host:port, or 0 to disable")
+    p.add_argument("--health-probe-bind-address", default=":8081", help="host:port, or 0 to disable")
+    p.add_argument("--webhook-port", type=int, default=9443, help="0 disables the webhook server")
+    p.add_argument(
+        "--cert-dir", type=pathlib.Path, default=pathlib.Path("/tmp/k8s-webhook-server/serving-certs")
+    )
+    p.add_argument("--kube-api-qps", type=float, default=20.0)
+    p.add_argument("--kube-api-burst", type=int, default=30)
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--log-format", default="json", choices=["json", "text"])
+    return p
+
+
+class AwaitingReconciler:
+    """Holds the TrainingJob controller's place until the TrainingJob reconciler lands.
+
+    It reconciles nothing; it logs each request so the runtime can be run end to end.
+    """
+
+    async def reconcile(self, request: reconcile.Request) -> reconcile.Result:
+        log.info("TrainingJob %s observed", request)
+        return reconcile.Result()
+
+
+def build(api: client.Client, args: argparse.Namespace) -> manager.Manager:
+    mgr = manager.Manager(
+        api,
+        manager.Options(
+            namespace=args.namespace,
+            leader_elect=args.leader_elect,
+            leader_election_id=args.leader_election_id,
+            leader_election_namespace=args.leader_election_namespace,
+            metrics_bind_address=args.metrics_bind_address,
+            health_probe_bind_address=args.health_probe_bind_address,
+            webhook_port=args.webhook_port,
+            cert_dir=args.cert_dir,
+        ),
+    )
+    jobs = mgr.informer(client.TRAININGJOBS)
+    owned = [
+        controller.OwnedKind(
+            mgr.informer(r, label_selector=CHILD_SELECTOR, indexers={"owner": cache.by_owner()}),
+            "TrainingJob",
+        )
+        for r in (client.PODS, client.SERVICES, client.CONFIGMAPS)
+    ]
+    mgr.add(
+        controller.Controller(
+            "trainingjob", AwaitingReconciler(), jobs, owned, workers=args.max_concurrent_reconciles
+        )
+    )
+    return mgr
+
+
+async def run(args: argparse.Namespace) -> int:
+    logs.configure(args.log_level, args.log_format)
+    provider = tracing.configure()
+    api = await client.Client.connect(args.kubeconfig, qps=args.kube_api_qps, burst=args.kube_api_burst)
+    mgr = build(api, args)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    log.info(
+        "starting kubetrain-operator (namespace=%s, leader-elect=%s)",
+        args.namespace or "*",
+        args.leader_elect,
+    )
+    try:
+        return await mgr.run(stop)
+    finally:
+        if provider is not None:
+            provider.shutdown()
+        log.info("kubetrain-operator stopped")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return asyncio.run(run(parser().parse_args(argv)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""The work queue's async side: waiting, delayed keys, shutdown, and the default limiter."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from kubetrain.operator.runtime import ratelimit, workqueue
+
+
+def test_get_waits_for_a_delayed_key_and_shutdown_releases_waiters() -> None:
+    async def scenario() -> None:
+        q: workqueue.WorkQueue[str] = workqueue.WorkQueue()
+        started = time.monotonic()
+        q.add_after("later", 0.2)
+        q.add_after("later", 5)  # a later time for the same key does not postpone it
+        assert await q.get() == "later"
+        assert 0.15 <= time.monotonic() - started < 1.0
+        q.done("later")
+        waiter = asyncio.create_task(q.get())
+        await asyncio.sleep(0.05)
+        q.shut_down()
+        assert await waiter is None
+        q.add("ignored")
+        assert len(q) == 0
+
+    asyncio.run(scenario())
+
+
+def test_the_default_limiter_backs_off_per_key_and_limits_overall_rate() -> None:
+    now = [0.0]
+    limiter = ratelimit.controller_default(clock=lambda: now[0])
+    assert [limiter.when("a") for _ in range(4)] == [0.005, 0.01, 0.02, 0.04]
+    limiter.forget("a")
+    assert limiter.when("a") == 0.005
+    assert max(ratelimit.ItemExponentialRateLimiter().when("x") for _ in range(100)) <= 1000
+    bucket = ratelimit.BucketRateLimiter(qps=10, burst=100, clock=lambda: now[0])
+    assert [bucket.when(i) for i in range(100)] == [0.0] * 100
+    assert round(bucket.when("one more"), 3) == 0.1
+    now[0] += 10  # refilled
+    assert bucket.when("again") == 0.0
