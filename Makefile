@@ -57,6 +57,10 @@ test: lint control-plane ## everything CI runs: lint, types, and every test tier
 	@# Cluster tiers last: their session-wide control planes then start only when needed.
 	$(BIN_PATH) $(BIN)/pytest --hypothesis-show-statistics $(PYTEST_ARGS) tests/unit tests/property tests/integration tests/e2e
 
+.PHONY: bench
+bench: install control-plane ## runtime benchmark: 10,000 pods, cache sync, RSS, no-op reconcile rate
+	$(BIN_PATH) $(BIN)/python bench/runtime_bench.py
+
 .PHONY: dev
 dev: install control-plane ## a local control plane in the foreground (Ctrl-C stops it)
 	$(BIN_PATH) $(BIN)/kubetrain dev up

@@ -13,7 +13,9 @@ The loop, as client-go's reflector runs it:
    resourceVersion was compacted away — means going back to step 1.
 
 Handlers are called in order, in the informer's task, with ``(event, new, old)`` where
-event is ADDED, MODIFIED or DELETED; they must not block.
+event is ADDED, MODIFIED or DELETED; they must not block. Objects are stored after
+``transform`` — by default :func:`strip_managed_fields`, which the operator never reads
+and which is a large share of every object's size.
 """
 
 from __future__ import annotations
@@ -24,11 +26,16 @@ from collections.abc import Callable, Mapping
 
 from kubetrain.operator.runtime import cache, client
 
-__all__ = ["Handler", "Informer"]
+__all__ = ["Handler", "Informer", "strip_managed_fields"]
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[str, cache.Obj, cache.Obj | None], None]
+
+
+def strip_managed_fields(obj: cache.Obj) -> cache.Obj:
+    obj["metadata"].pop("managedFields", None)
+    return obj
 
 
 class Informer:
@@ -44,6 +51,7 @@ class Informer:
         watch_seconds: int = 300,
         inactivity_timeout: float = 60.0,
         backoff: tuple[float, float] = (0.5, 30.0),
+        transform: Callable[[cache.Obj], cache.Obj] = strip_managed_fields,
     ) -> None:
         self.api, self.resource = api, resource
         self.namespace, self.label_selector = namespace, label_selector
@@ -54,6 +62,7 @@ class Informer:
         self.inactivity_timeout = inactivity_timeout
         self._backoff_base, self._backoff_max = backoff
         self._handlers: list[Handler] = []
+        self._transform = transform
         self.relists = 0
 
     def add_handler(self, handler: Handler) -> None:
@@ -105,7 +114,7 @@ class Informer:
                 # List items carry no apiVersion/kind; watch events do. Make them alike.
                 item.setdefault("apiVersion", self.resource.api_version)
                 item.setdefault("kind", kind)
-                items.append(item)
+                items.append(self._transform(item))
             token = page["metadata"].get("continue", "")
             if not token:
                 break
@@ -139,6 +148,7 @@ class Informer:
             self.resource_version = obj["metadata"]["resourceVersion"]
             if kind == "BOOKMARK":
                 continue
+            obj = self._transform(obj)
             if kind == "DELETED":
                 self.store.remove(cache.key_of(obj))
                 self._notify("DELETED", obj, obj)
