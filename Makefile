@@ -65,6 +65,12 @@ bench: install control-plane ## runtime benchmark: 10,000 pods, cache sync, RSS,
 dev: install control-plane ## a local control plane in the foreground (Ctrl-C stops it)
 	$(BIN_PATH) $(BIN)/kubetrain dev up
 
+SAMPLE ?= samples/v1beta1/pytorch-ddp.yaml
+
+.PHONY: run
+run: install control-plane ## local cluster + CRD + kubetrain-operator + a sample, shown like `kubectl get tj -w`
+	$(BIN_PATH) $(BIN)/kubetrain dev run $(SAMPLE)
+
 .PHONY: clean
 clean: ## remove the virtualenv and caches
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis .control-plane-path

@@ -63,6 +63,17 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--tier", choices=[t.value for t in cluster.Tier], default=cluster.Tier.CLUSTER.value)
     up.add_argument("--nodes", type=int, default=2, help="fake nodes (cluster tier)")
     up.set_defaults(run=lambda a: dev.up(cluster.Tier(a.tier), a.nodes))
+    run = dev_sub.add_parser(
+        "run", help="up, plus the CRD, kubetrain-operator and samples, watched like kubectl get -w"
+    )
+    run.add_argument("samples", nargs="*", type=pathlib.Path, help="TrainingJob files to apply")
+    run.add_argument(
+        "--config", type=pathlib.Path, default=pathlib.Path("config"), help="the repository's config/"
+    )
+    run.add_argument("--nodes", type=int, default=2)
+    run.set_defaults(
+        run=lambda a: dev.up(cluster.Tier.CLUSTER, a.nodes, config_dir=a.config, samples=a.samples)
+    )
     dev_sub.add_parser("down", help="stop the running one").set_defaults(run=lambda a: dev.down())
     dev_sub.add_parser("kubeconfig", help="print the path of its admin kubeconfig").set_defaults(
         run=_kubeconfig

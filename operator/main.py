@@ -15,6 +15,7 @@ import logging
 import pathlib
 import signal
 import sys
+import warnings
 from collections.abc import Sequence
 
 from kubetrain.operator.runtime import cache, client, controller, logs, manager, reconcile, tracing
@@ -111,6 +112,8 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # kr8s 0.20 has tested Kubernetes up to 1.35; warn in our logs, not on stderr, about newer ones.
+    warnings.filterwarnings("ignore", message="Kubernetes version .* is not supported")
     return asyncio.run(run(parser().parse_args(argv)))
 
 

@@ -1,8 +1,11 @@
-"""``kubetrain dev up|down|kubeconfig``: a local control plane for people.
+"""``kubetrain dev up|run|down|kubeconfig``: a local control plane for people.
 
 ``up`` runs in the foreground until Ctrl-C (or ``dev down`` from another shell), so its
 processes can never be forgotten. The admin kubeconfig is copied to a stable path,
-``$KUBETRAIN_CACHE/dev/kubeconfig``, printed by ``dev kubeconfig``.
+``$KUBETRAIN_CACHE/dev/kubeconfig``, printed by ``dev kubeconfig``. ``run`` does the
+same and also installs the CRD from ``config/crd``, starts ``kubetrain-operator``
+against the cluster, applies the given samples and shows them the way
+``kubectl get tj -w`` does.
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ import os
 import pathlib
 import shutil
 import signal
+import subprocess
 import sys
 import time
+from collections.abc import Sequence
 
 from kubetrain.operator.devcluster import binaries, cluster, process
 
@@ -40,7 +45,14 @@ def _running_pid() -> int | None:
     return pid if process.pids_alive([pid]) else None
 
 
-def up(tier: cluster.Tier, nodes: int) -> int:
+def up(
+    tier: cluster.Tier,
+    nodes: int,
+    *,
+    config_dir: pathlib.Path | None = None,
+    samples: Sequence[pathlib.Path] = (),
+) -> int:
+    """Run a dev cluster in the foreground; with ``config_dir``, also the operator and samples."""
     pid = _running_pid()
     if pid is not None:
         print(
@@ -51,6 +63,7 @@ def up(tier: cluster.Tier, nodes: int) -> int:
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     started = time.monotonic()
     c = cluster.start(tier, nodes=nodes)
+    helpers: dict[str, subprocess.Popen[bytes]] = {}
     try:
         state_dir().mkdir(parents=True, exist_ok=True)
         shutil.copy(c.kubeconfig, kubeconfig_path())
@@ -61,10 +74,15 @@ def up(tier: cluster.Tier, nodes: int) -> int:
             f"at {c.server}"
         )
         print(f"export KUBECONFIG={kubeconfig_path()}")
+        if config_dir is not None:
+            helpers = _run_operator(c, config_dir, samples)
         print("Ctrl-C or `kubetrain dev down` stops it.", flush=True)
         while True:
             for p in c.processes:
                 p.check_alive()
+            for name, h in helpers.items():
+                if h.poll() is not None:
+                    raise process.StartError(f"{name} exited with status {h.returncode}")
             time.sleep(1)
     except KeyboardInterrupt:
         print("stopping", flush=True)
@@ -73,9 +91,46 @@ def up(tier: cluster.Tier, nodes: int) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     finally:
+        for h in helpers.values():
+            h.terminate()
+            h.wait(10)
         c.stop()
         _state_file().unlink(missing_ok=True)
         kubeconfig_path().unlink(missing_ok=True)
+
+
+def _run_operator(
+    c: cluster.Cluster, config_dir: pathlib.Path, samples: Sequence[pathlib.Path]
+) -> dict[str, subprocess.Popen[bytes]]:
+    """Install the CRD, start the operator and the watch, apply the samples."""
+    crds = subprocess.run(
+        [c.bins["kustomize"], "build", str(config_dir / "crd")], check=True, capture_output=True, text=True
+    ).stdout
+    c.kubectl("apply", "--server-side", "-f", "-", input=crds)
+    c.kubectl(
+        "wait", "--for=condition=Established", "--timeout=60s", "crd/trainingjobs.training.kubetrain.dev"
+    )
+    process.wait_until(
+        "TrainingJob storage", lambda: c.kubectl("get", "tj", "-A", check=False).returncode == 0, timeout=60
+    )
+    print("installed the TrainingJob CRD", flush=True)
+    operator = subprocess.Popen(
+        [
+            sys.executable,
+            "-P",
+            "-m",
+            "kubetrain.operator",
+            f"--kubeconfig={c.kubeconfig}",
+            "--webhook-port=0",
+            f"--metrics-bind-address=127.0.0.1:{process.free_port()}",
+            f"--health-probe-bind-address=127.0.0.1:{process.free_port()}",
+            "--log-format=text",
+        ]
+    )
+    watch = subprocess.Popen([c.bins["kubectl"], f"--kubeconfig={c.kubeconfig}", "get", "tj", "-A", "-w"])
+    for sample in samples:
+        print(c.kubectl("apply", "-f", str(sample)).stdout.strip(), flush=True)
+    return {"kubetrain-operator": operator, "kubectl get tj -w": watch}
 
 
 def down(timeout: float = 30) -> int:

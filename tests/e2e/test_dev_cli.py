@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import queue
 import subprocess
 import sys
+import threading
+import time
 
 from testkit.kube import eventually
 
@@ -68,3 +71,53 @@ def test_up_kubeconfig_down(tmp_path: pathlib.Path) -> None:
     assert not kubeconfig.exists()
     assert kubetrain(env, "dev", "kubeconfig").returncode == 1
     assert process.pids_alive([up.pid]) == []
+
+
+def test_run_shows_a_sample_reconciled_by_the_operator(tmp_path: pathlib.Path) -> None:
+    env = {**os.environ, "KUBETRAIN_CACHE": str(tmp_path)}
+    env["KUBETRAIN_BIN_PATH"] = os.pathsep.join(
+        str(pathlib.Path(binaries.find()[n]).parent) for n in binaries.NAMES
+    )
+    root = pathlib.Path(__file__).resolve().parents[2]
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-P",
+            "-m",
+            "kubetrain.operator.cli",
+            "dev",
+            "run",
+            "--nodes",
+            "1",
+            "--config",
+            str(root / "config"),
+            str(root / "samples/v1beta1/pytorch-ddp.yaml"),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert run.stdout is not None
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in run.stdout], daemon=True).start()  # type: ignore[union-attr]
+    wanted = {
+        "the operator saw it": lambda line: "TrainingJob default/pytorch-ddp observed" in line,
+        "kubectl applied it": lambda line: "trainingjob.training.kubetrain.dev/pytorch-ddp created" in line,
+        "the -w view shows it": lambda line: line.split()[:2] == ["default", "pytorch-ddp"],
+    }
+    try:
+        deadline = time.monotonic() + 90
+        while wanted and time.monotonic() < deadline:
+            try:
+                line = lines.get(timeout=1)
+            except queue.Empty:
+                continue
+            wanted = {what: match for what, match in wanted.items() if not match(line)}
+        assert not wanted, f"never saw: {', '.join(wanted)}"
+        assert kubetrain(env, "dev", "down").returncode == 0
+        run.wait(30)
+    finally:
+        run.kill()
+    assert run.returncode == 0
+    assert process.pids_alive([run.pid]) == []
