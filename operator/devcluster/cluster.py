@@ -92,6 +92,34 @@ class Cluster:
             raise KubectlError(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
         return result
 
+    def install_crds(self, config_dir: pathlib.Path, timeout: float = 60) -> None:
+        """Apply ``config_dir/crd`` as a user would (kustomize build | kubectl apply), and wait until served.
+
+        ``Established`` comes before the storage and the watch cache are ready (the apiserver
+        answers 503 and 429 until then), so this waits until a watch works on every version.
+        """
+        manifest = subprocess.run(
+            [self.bins["kustomize"], "build", str(config_dir / "crd")],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        self.kubectl("apply", "--server-side", "-f", "-", input=manifest)
+        self.kubectl(
+            "wait",
+            "--for=condition=Established",
+            f"--timeout={timeout:.0f}s",
+            "crd/trainingjobs.training.kubetrain.dev",
+        )
+        for version in ("v1beta1", "v1alpha1"):
+            path = f"/apis/training.kubetrain.dev/{version}/trainingjobs?watch=1&timeoutSeconds=1"
+            process.wait_until(
+                f"TrainingJob {version} to serve watches",
+                lambda path=path: self.kubectl("get", "--raw", path, check=False).returncode == 0,
+                timeout=timeout,
+                interval=0.2,
+            )
+
     def restart_apiserver(self, timeout: float = 60) -> None:
         """Stop kube-apiserver and start it again on the same port, state kept in etcd."""
         apiserver = next(p for p in self.processes if p.name == "kube-apiserver")

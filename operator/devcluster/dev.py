@@ -103,16 +103,7 @@ def _run_operator(
     c: cluster.Cluster, config_dir: pathlib.Path, samples: Sequence[pathlib.Path]
 ) -> dict[str, subprocess.Popen[bytes]]:
     """Install the CRD, start the operator and the watch, apply the samples."""
-    crds = subprocess.run(
-        [c.bins["kustomize"], "build", str(config_dir / "crd")], check=True, capture_output=True, text=True
-    ).stdout
-    c.kubectl("apply", "--server-side", "-f", "-", input=crds)
-    c.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s", "crd/trainingjobs.training.kubetrain.dev"
-    )
-    process.wait_until(
-        "TrainingJob storage", lambda: c.kubectl("get", "tj", "-A", check=False).returncode == 0, timeout=60
-    )
+    c.install_crds(config_dir)
     print("installed the TrainingJob CRD", flush=True)
     operator = subprocess.Popen(
         [

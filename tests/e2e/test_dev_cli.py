@@ -27,12 +27,17 @@ def kubetrain(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[st
     )
 
 
-def test_up_kubeconfig_down(tmp_path: pathlib.Path) -> None:
-    env = {**os.environ, "KUBETRAIN_CACHE": str(tmp_path)}
-    # Binaries are found through the real cache or KUBETRAIN_BIN_PATH, not the temporary one.
+def dev_env(cache: pathlib.Path) -> dict[str, str]:
+    """A private dev-cluster state dir; binaries still come from the real cache."""
+    env = {**os.environ, "KUBETRAIN_CACHE": str(cache)}
     env["KUBETRAIN_BIN_PATH"] = os.pathsep.join(
         str(pathlib.Path(binaries.find()[n]).parent) for n in binaries.NAMES
     )
+    return env
+
+
+def test_up_kubeconfig_down(tmp_path: pathlib.Path) -> None:
+    env = dev_env(tmp_path)
     up = subprocess.Popen(
         [sys.executable, "-P", "-m", "kubetrain.operator.cli", "dev", "up", "--nodes", "1"],
         env=env,
@@ -74,10 +79,7 @@ def test_up_kubeconfig_down(tmp_path: pathlib.Path) -> None:
 
 
 def test_run_shows_a_sample_reconciled_by_the_operator(tmp_path: pathlib.Path) -> None:
-    env = {**os.environ, "KUBETRAIN_CACHE": str(tmp_path)}
-    env["KUBETRAIN_BIN_PATH"] = os.pathsep.join(
-        str(pathlib.Path(binaries.find()[n]).parent) for n in binaries.NAMES
-    )
+    env = dev_env(tmp_path)
     root = pathlib.Path(__file__).resolve().parents[2]
     run = subprocess.Popen(
         [

@@ -7,7 +7,6 @@ the cluster tiers never skip.
 from __future__ import annotations
 
 import pathlib
-import subprocess
 import uuid
 from collections.abc import Iterator
 
@@ -38,17 +37,7 @@ def full_cluster(request: pytest.FixtureRequest) -> devcluster.Cluster:
 
 
 def install_crds(c: devcluster.Cluster) -> None:
-    """Apply config/crd exactly as a user would: kustomize build | kubectl apply."""
-    manifest = subprocess.run(
-        [c.bins["kustomize"], "build", str(ROOT / "config" / "crd")],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    c.kubectl("apply", "--server-side", "-f", "-", input=manifest)
-    c.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s", "crd/trainingjobs.training.kubetrain.dev"
-    )
+    c.install_crds(ROOT / "config")
 
 
 @pytest.fixture

@@ -118,6 +118,22 @@ def replica_type_names(draw: st.DrawFn) -> list[str]:
 framework_names = st.sampled_from(["tensorflow", "pytorch", "caffe2", "mxnet", "my-framework"])
 
 
+def caffe2_backends(cls: Any) -> st.SearchStrategy[Any]:
+    """Valid Caffe2 backends of either version (both versions share the rules)."""
+    return st.one_of(
+        st.builds(
+            cls,
+            type=st.just(v1beta1.Caffe2BackendType.REDIS),
+            redis_host=dns_label,
+            redis_port=optional(st.integers(1, 65535)),
+        ),
+        st.builds(cls, type=st.just(v1beta1.Caffe2BackendType.NFS), nfs_path=st.just("/mnt/shared")),
+        st.builds(
+            cls, type=st.sampled_from([v1beta1.Caffe2BackendType.NONE, v1beta1.Caffe2BackendType.GLOO])
+        ),
+    )
+
+
 @st.composite
 def framework_specs(draw: st.DrawFn) -> v1beta1.FrameworkSpec:
     name = draw(framework_names)
@@ -155,23 +171,7 @@ def framework_specs(draw: st.DrawFn) -> v1beta1.FrameworkSpec:
             ),
         )
     if name == "caffe2":
-        backend = st.one_of(
-            st.builds(
-                v1beta1.Caffe2Backend,
-                type=st.just(v1beta1.Caffe2BackendType.REDIS),
-                redis_host=dns_label,
-                redis_port=optional(st.integers(1, 65535)),
-            ),
-            st.builds(
-                v1beta1.Caffe2Backend,
-                type=st.just(v1beta1.Caffe2BackendType.NFS),
-                nfs_path=st.just("/mnt/shared"),
-            ),
-            st.builds(
-                v1beta1.Caffe2Backend,
-                type=st.sampled_from([v1beta1.Caffe2BackendType.NONE, v1beta1.Caffe2BackendType.GLOO]),
-            ),
-        )
+        backend = caffe2_backends(v1beta1.Caffe2Backend)
         return v1beta1.FrameworkSpec(
             name=name, caffe2=draw(optional(st.builds(v1beta1.Caffe2Options, backend=optional(backend))))
         )
@@ -364,26 +364,7 @@ def alpha_jobs(draw: st.DrawFn) -> v1alpha1.TrainingJob:
         chief = v1alpha1.TerminationPolicy(
             chief=v1alpha1.ChiefSpec(replica_name=t, replica_index=draw(st.integers(0, n - 1)))
         )
-    backend = None
-    if framework == "caffe2":
-        backend = draw(
-            optional(
-                st.one_of(
-                    st.builds(
-                        v1alpha1.Backend,
-                        type=st.just(v1beta1.Caffe2BackendType.REDIS),
-                        redis_host=dns_label,
-                        redis_port=optional(st.integers(1, 65535)),
-                    ),
-                    st.builds(
-                        v1alpha1.Backend,
-                        type=st.just(v1beta1.Caffe2BackendType.NFS),
-                        nfs_path=st.just("/mnt/x"),
-                    ),
-                    st.builds(v1alpha1.Backend, type=st.just(v1beta1.Caffe2BackendType.NONE)),
-                )
-            )
-        )
+    backend = draw(optional(caffe2_backends(v1alpha1.Backend))) if framework == "caffe2" else None
     status_types = draw(st.lists(st.sampled_from(types), unique=True))
     status = v1alpha1.TrainingJobStatus(
         state=draw(optional(st.sampled_from(v1beta1.JobState))),
