@@ -105,7 +105,7 @@ def _run_operator(
     """Install the CRD, start the operator and the watch, apply the samples."""
     c.install_crds(config_dir)
     print("installed the TrainingJob CRD", flush=True)
-    operator = subprocess.Popen(
+    operator = process.popen(
         [
             sys.executable,
             "-P",
@@ -118,7 +118,7 @@ def _run_operator(
             "--log-format=text",
         ]
     )
-    watch = subprocess.Popen([c.bins["kubectl"], f"--kubeconfig={c.kubeconfig}", "get", "tj", "-A", "-w"])
+    watch = process.popen([c.bins["kubectl"], f"--kubeconfig={c.kubeconfig}", "get", "tj", "-A", "-w"])
     for sample in samples:
         print(c.kubectl("apply", "-f", str(sample)).stdout.strip(), flush=True)
     return {"kubetrain-operator": operator, "kubectl get tj -w": watch}

@@ -19,8 +19,9 @@ import subprocess
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
-__all__ = ["Process", "StartError", "free_port", "wait_until"]
+__all__ = ["Process", "StartError", "free_port", "popen", "wait_until"]
 
 _PR_SET_PDEATHSIG = 1
 _running: set[Process] = set()
@@ -35,6 +36,14 @@ def _die_with_parent() -> None:
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def popen(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    """A child that dies with this process (for helpers whose output goes to the terminal)."""
+    if threading.current_thread() is not threading.main_thread():
+        # PR_SET_PDEATHSIG fires when the *thread* that forked the child ends.
+        raise RuntimeError(f"start {argv[0]} from the main thread: a worker thread's exit would kill it")
+    return subprocess.Popen(list(argv), preexec_fn=_die_with_parent, **kwargs)
+
+
 class Process:
     def __init__(self, name: str, argv: Sequence[str], log: pathlib.Path) -> None:
         self.name = name
@@ -43,20 +52,14 @@ class Process:
         self._popen: subprocess.Popen[bytes] | None = None
 
     def start(self, env: dict[str, str] | None = None) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            # PR_SET_PDEATHSIG fires when the *thread* that forked the child ends.
-            raise RuntimeError(
-                f"start {self.name} from the main thread: a worker thread's exit would kill it"
-            )
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as out:
-            self._popen = subprocess.Popen(
+            self._popen = popen(
                 self.argv,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
                 env=env,
             )
         _running.add(self)

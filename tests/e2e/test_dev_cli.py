@@ -123,3 +123,48 @@ def test_run_shows_a_sample_reconciled_by_the_operator(tmp_path: pathlib.Path) -
         run.kill()
     assert run.returncode == 0
     assert process.pids_alive([run.pid]) == []
+
+
+def children_of(pid: int) -> list[int]:
+    kids = []
+    for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            kids.append(int(stat.parent.name))
+    return kids
+
+
+def test_a_killed_run_leaves_no_operator_behind(tmp_path: pathlib.Path) -> None:
+    root = pathlib.Path(__file__).resolve().parents[2]
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-P",
+            "-m",
+            "kubetrain.operator.cli",
+            "dev",
+            "run",
+            "--nodes",
+            "1",
+            "--config",
+            str(root / "config"),
+        ],
+        env=dev_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert run.stdout is not None
+    for line in run.stdout:
+        if "caches synced" in line:
+            break
+    helpers_and_components = children_of(run.pid)
+    assert len(helpers_and_components) >= 7  # etcd, apiserver, kcm, scheduler, kwok, operator, kubectl -w
+    run.kill()
+    run.wait()
+    eventually(
+        "every child to exit", lambda: not process.pids_alive(helpers_and_components) or None, timeout=15
+    )
