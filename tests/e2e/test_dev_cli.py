@@ -27,6 +27,20 @@ def kubetrain(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[st
     )
 
 
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def dev_process(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    """`kubetrain dev ARGS` running in the background, its output readable line by line."""
+    return subprocess.Popen(
+        [sys.executable, "-P", "-m", "kubetrain.operator.cli", "dev", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
 def dev_env(cache: pathlib.Path) -> dict[str, str]:
     """A private dev-cluster state dir; binaries still come from the real cache."""
     env = {**os.environ, "KUBETRAIN_CACHE": str(cache)}
@@ -38,13 +52,7 @@ def dev_env(cache: pathlib.Path) -> dict[str, str]:
 
 def test_up_kubeconfig_down(tmp_path: pathlib.Path) -> None:
     env = dev_env(tmp_path)
-    up = subprocess.Popen(
-        [sys.executable, "-P", "-m", "kubetrain.operator.cli", "dev", "up", "--nodes", "1"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    up = dev_process(env, "up", "--nodes", "1")
     try:
         kubeconfig = pathlib.Path(
             eventually(
@@ -80,25 +88,14 @@ def test_up_kubeconfig_down(tmp_path: pathlib.Path) -> None:
 
 def test_run_shows_a_sample_reconciled_by_the_operator(tmp_path: pathlib.Path) -> None:
     env = dev_env(tmp_path)
-    root = pathlib.Path(__file__).resolve().parents[2]
-    run = subprocess.Popen(
-        [
-            sys.executable,
-            "-P",
-            "-m",
-            "kubetrain.operator.cli",
-            "dev",
-            "run",
-            "--nodes",
-            "1",
-            "--config",
-            str(root / "config"),
-            str(root / "samples/v1beta1/pytorch-ddp.yaml"),
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    run = dev_process(
+        env,
+        "run",
+        "--nodes",
+        "1",
+        "--config",
+        str(ROOT / "config"),
+        str(ROOT / "samples/v1beta1/pytorch-ddp.yaml"),
     )
     assert run.stdout is not None
     lines: queue.Queue[str] = queue.Queue()
@@ -138,25 +135,7 @@ def children_of(pid: int) -> list[int]:
 
 
 def test_a_killed_run_leaves_no_operator_behind(tmp_path: pathlib.Path) -> None:
-    root = pathlib.Path(__file__).resolve().parents[2]
-    run = subprocess.Popen(
-        [
-            sys.executable,
-            "-P",
-            "-m",
-            "kubetrain.operator.cli",
-            "dev",
-            "run",
-            "--nodes",
-            "1",
-            "--config",
-            str(root / "config"),
-        ],
-        env=dev_env(tmp_path),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    run = dev_process(dev_env(tmp_path), "run", "--nodes", "1", "--config", str(ROOT / "config"))
     assert run.stdout is not None
     for line in run.stdout:
         if "caches synced" in line:
