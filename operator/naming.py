@@ -29,6 +29,10 @@ def replica_name(job: str, replica_type: str, index: int) -> str:
     return f"{job}-{replica_type.lower()}-{index}"
 
 
+def config_map_name(job: str) -> str:
+    return f"{job}-config"
+
+
 def host(job: str, namespace: str, replica_type: str, index: int) -> str:
     return f"{replica_name(job, replica_type, index)}.{namespace}.svc"
 

@@ -38,10 +38,10 @@ def render(job: v1beta1.TrainingJob, fw: fw_contract.Framework) -> list[Object]:
     files = fw.files(world)
     objects: list[Object] = []
     if files:
-        objects.append(_config_map(job, files))
+        objects.append(_config_map(world, files))
     if fw.services:
-        objects.extend(_service(job, fw, r) for r in world.replicas)
-    objects.extend(_pod(job, fw, world, r, has_files=bool(files)) for r in world.replicas)
+        objects.extend(_service(world, fw, r) for r in world.replicas)
+    objects.extend(_pod(world, fw, r, has_files=bool(files)) for r in world.replicas)
     return objects
 
 
@@ -66,39 +66,38 @@ def pod_restart_policy(policy: v1beta1.RestartPolicy) -> str:
     return "Never" if policy is v1beta1.RestartPolicy.EXIT_CODE else policy.value
 
 
-def _metadata(job: v1beta1.TrainingJob, name: str, labels: dict[str, str], **extra: Any) -> Object:
-    meta: Object = {"name": name, "namespace": job.metadata.namespace or "default", "labels": labels}
+def _metadata(world: fw_contract.World, name: str, labels: dict[str, str], **extra: Any) -> Object:
+    meta: Object = {"name": name, "namespace": world.namespace, "labels": labels}
     meta.update(extra)
-    owners = owner_reference(job)
+    owners = owner_reference(world.job)
     if owners:
         meta["ownerReferences"] = owners
     return meta
 
 
-def _config_map(job: v1beta1.TrainingJob, files: Mapping[str, str]) -> Object:
-    name = job.metadata.name or ""
+def _config_map(world: fw_contract.World, files: Mapping[str, str]) -> Object:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": _metadata(job, f"{name}-config", {naming.JOB_NAME: name}),
+        "metadata": _metadata(world, naming.config_map_name(world.name), {naming.JOB_NAME: world.name}),
         "data": dict(files),
     }
 
 
 def _replica_labels(
-    job: v1beta1.TrainingJob, fw: fw_contract.Framework, r: fw_contract.Replica
+    world: fw_contract.World, fw: fw_contract.Framework, r: fw_contract.Replica
 ) -> dict[str, str]:
     rt = fw.type_of(r.type)
-    return naming.labels(job.metadata.name or "", r.type, r.index, master=rt is not None and rt.master)
+    return naming.labels(world.name, r.type, r.index, master=rt is not None and rt.master)
 
 
-def _service(job: v1beta1.TrainingJob, fw: fw_contract.Framework, r: fw_contract.Replica) -> Object:
-    labels = _replica_labels(job, fw, r)
+def _service(world: fw_contract.World, fw: fw_contract.Framework, r: fw_contract.Replica) -> Object:
+    labels = _replica_labels(world, fw, r)
     selector = {k: labels[k] for k in (naming.JOB_NAME, naming.REPLICA_TYPE, naming.REPLICA_INDEX)}
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _metadata(job, r.name, labels),
+        "metadata": _metadata(world, r.name, labels),
         "spec": {
             "clusterIP": "None",
             "selector": selector,
@@ -110,17 +109,12 @@ def _service(job: v1beta1.TrainingJob, fw: fw_contract.Framework, r: fw_contract
 
 
 def _pod(
-    job: v1beta1.TrainingJob,
-    fw: fw_contract.Framework,
-    world: fw_contract.World,
-    r: fw_contract.Replica,
-    *,
-    has_files: bool,
+    world: fw_contract.World, fw: fw_contract.Framework, r: fw_contract.Replica, *, has_files: bool
 ) -> Object:
     template = copy.deepcopy(dict(r.spec.template))
     tmeta = template.get("metadata") or {}
     spec: Object = template["spec"]
-    labels = {**(tmeta.get("labels") or {}), **_replica_labels(job, fw, r)}
+    labels = {**(tmeta.get("labels") or {}), **_replica_labels(world, fw, r)}
     extra = {"annotations": tmeta["annotations"]} if tmeta.get("annotations") else {}
     spec["hostname"] = r.name
     if fw.services:
@@ -132,7 +126,7 @@ def _pod(
     _add_port(container, fw.port_name, r.port)
     if has_files:
         spec.setdefault("volumes", []).append(
-            {"name": _CONFIG_VOLUME, "configMap": {"name": f"{job.metadata.name}-config"}}
+            {"name": _CONFIG_VOLUME, "configMap": {"name": naming.config_map_name(world.name)}}
         )
         container.setdefault("volumeMounts", []).append(
             {"name": _CONFIG_VOLUME, "mountPath": CONFIG_MOUNT, "readOnly": True}
@@ -140,7 +134,7 @@ def _pod(
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": _metadata(job, r.name, labels, **extra),
+        "metadata": _metadata(world, r.name, labels, **extra),
         "spec": spec,
     }
 

@@ -58,10 +58,13 @@ class World:
     """Every replica of a job, with the names its pods and Services will have."""
 
     job: v1beta1.TrainingJob
+    name: str
+    namespace: str
     replicas: tuple[Replica, ...]
 
     @classmethod
     def of(cls, job: v1beta1.TrainingJob, fw: Framework) -> World:
+        # Resolved once: object namespaces and DNS names in env must agree.
         name = job.metadata.name or ""
         namespace = job.metadata.namespace or "default"
         replicas = tuple(
@@ -76,7 +79,7 @@ class World:
             for key in fw.order(job.spec.replica_specs)
             for i in range(job.spec.replica_specs[key].replicas)
         )
-        return cls(job=job, replicas=replicas)
+        return cls(job=job, name=name, namespace=namespace, replicas=replicas)
 
     def of_type(self, name: str) -> tuple[Replica, ...]:
         return tuple(r for r in self.replicas if r.type.lower() == name.lower())

@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from kubetrain.api import wire
 from kubetrain.operator.runtime import client
 
 __all__ = ["Recorder"]
@@ -29,10 +30,6 @@ class _Seen:
     name: str
     count: int
     last: datetime.datetime
-
-
-def _time(t: datetime.datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Recorder:
@@ -56,7 +53,10 @@ class Recorder:
                 seen.count += 1
                 seen.last = now
                 await self.api.merge_patch(
-                    client.EVENTS, seen.name, {"count": seen.count, "lastTimestamp": _time(now)}, namespace
+                    client.EVENTS,
+                    seen.name,
+                    {"count": seen.count, "lastTimestamp": wire.format_time(now)},
+                    namespace,
                 )
                 return
             name = f"{meta['name']}.{int(now.timestamp() * 1e9):x}"
@@ -76,8 +76,8 @@ class Recorder:
                     "reason": reason,
                     "message": message,
                     "count": 1,
-                    "firstTimestamp": _time(now),
-                    "lastTimestamp": _time(now),
+                    "firstTimestamp": wire.format_time(now),
+                    "lastTimestamp": wire.format_time(now),
                     "source": {"component": self.component},
                     "reportingComponent": self.component,
                 },
