@@ -61,6 +61,10 @@ test: lint control-plane ## everything CI runs: lint, types, and every test tier
 bench: install control-plane ## runtime benchmark: 10,000 pods, cache sync, RSS, no-op reconcile rate
 	$(BIN_PATH) $(BIN)/python bench/runtime_bench.py
 
+.PHONY: bench-jobs
+bench-jobs: install control-plane ## jobs benchmark: 500 TrainingJobs to Running vs a plain client, API requests/job
+	$(BIN_PATH) $(BIN)/python bench/jobs_bench.py $(BENCH_ARGS)
+
 .PHONY: dev
 dev: install control-plane ## a local control plane in the foreground (Ctrl-C stops it)
 	$(BIN_PATH) $(BIN)/kubetrain dev up

@@ -18,7 +18,8 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from kubetrain.operator.runtime import cache, client, controller, logs, manager, reconcile, tracing
+from kubetrain.operator import trainingjob_controller
+from kubetrain.operator.runtime import cache, client, controller, logs, manager, tracing
 
 __all__ = ["main", "parser"]
 
@@ -48,17 +49,6 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-class AwaitingReconciler:
-    """Holds the TrainingJob controller's place until the TrainingJob reconciler lands.
-
-    It reconciles nothing; it logs each request so the runtime can be run end to end.
-    """
-
-    async def reconcile(self, request: reconcile.Request) -> reconcile.Result:
-        log.info("TrainingJob %s observed", request)
-        return reconcile.Result()
-
-
 def build(api: client.Client, args: argparse.Namespace) -> manager.Manager:
     mgr = manager.Manager(
         api,
@@ -74,17 +64,25 @@ def build(api: client.Client, args: argparse.Namespace) -> manager.Manager:
         ),
     )
     jobs = mgr.informer(client.TRAININGJOBS)
-    owned = [
-        controller.OwnedKind(
-            mgr.informer(r, label_selector=CHILD_SELECTOR, indexers={"owner": cache.by_owner()}),
-            "TrainingJob",
-        )
+    children = {
+        r: mgr.informer(r, label_selector=CHILD_SELECTOR, indexers={"owner": cache.by_owner()})
         for r in (client.PODS, client.SERVICES, client.CONFIGMAPS)
-    ]
+    }
+    # Pods that vanish between two reconciles are still counted, through their tombstones.
+    tombstones = cache.Tombstones(cache.by_owner())
+    children[client.PODS].add_handler(tombstones.handler)
+    reconciler = trainingjob_controller.TrainingJobReconciler(
+        api,
+        jobs=jobs,
+        pods=children[client.PODS],
+        services=children[client.SERVICES],
+        config_maps=children[client.CONFIGMAPS],
+        nodes=mgr.informer(client.NODES),
+        tombstones=tombstones,
+    )
+    owned = [controller.OwnedKind(i, "TrainingJob") for i in children.values()]
     mgr.add(
-        controller.Controller(
-            "trainingjob", AwaitingReconciler(), jobs, owned, workers=args.max_concurrent_reconciles
-        )
+        controller.Controller("trainingjob", reconciler, jobs, owned, workers=args.max_concurrent_reconciles)
     )
     return mgr
 

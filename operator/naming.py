@@ -8,6 +8,7 @@ select a job's objects, one replica type, or one replica.
 from collections.abc import Mapping
 
 __all__ = [
+    "ATTEMPT",
     "JOB_NAME",
     "JOB_ROLE",
     "REPLICA_INDEX",
@@ -23,6 +24,8 @@ JOB_NAME = PREFIX + "job-name"
 REPLICA_TYPE = PREFIX + "replica-type"
 REPLICA_INDEX = PREFIX + "replica-index"
 JOB_ROLE = PREFIX + "job-role"
+# Which restart attempt a pod belongs to: pods of an older attempt are being replaced.
+ATTEMPT = PREFIX + "restart-attempt"
 
 
 def replica_name(job: str, replica_type: str, index: int) -> str:

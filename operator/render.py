@@ -114,7 +114,8 @@ def _pod(
     template = copy.deepcopy(dict(r.spec.template))
     tmeta = template.get("metadata") or {}
     spec: Object = template["spec"]
-    labels = {**(tmeta.get("labels") or {}), **_replica_labels(world, fw, r)}
+    attempt = world.job.status.replica_statuses.get(r.type, v1beta1.ReplicaStatus()).attempt
+    labels = {**(tmeta.get("labels") or {}), **_replica_labels(world, fw, r), naming.ATTEMPT: str(attempt)}
     extra = {"annotations": tmeta["annotations"]} if tmeta.get("annotations") else {}
     spec["hostname"] = r.name
     if fw.services:

@@ -34,6 +34,7 @@ from kubetrain.api.v1beta1.policy_types import (
 from kubetrain.api.v1beta1.trainingjob_types import (
     CleanPodPolicy,
     ConditionType,
+    CountedFailures,
     FailureRecord,
     JobState,
     ReplicaSpec,
@@ -60,6 +61,7 @@ __all__ = [
     "Caffe2Options",
     "CleanPodPolicy",
     "ConditionType",
+    "CountedFailures",
     "ElasticPolicy",
     "ExitCodeMatch",
     "ExitCodeOperator",

@@ -278,6 +278,13 @@ class ReplicaStatus:
     succeeded: Annotated[int, schema.Field(minimum=0)] = 0
     failed: Annotated[int, schema.Field(minimum=0)] = 0
     selector: Annotated[str | None, schema.Field(doc="Label selector of these pods.")] = None
+    attempt: Annotated[
+        int,
+        schema.Field(
+            minimum=0,
+            doc="Restart attempt these pods belong to; pods of an older attempt are being replaced.",
+        ),
+    ] = 0
 
 
 @attrs.frozen(kw_only=True, field_transformer=schema.validated)
@@ -310,6 +317,15 @@ class FailureRecord:
 
 
 @attrs.frozen(kw_only=True, field_transformer=schema.validated)
+class CountedFailures:
+    """How many failures of one pod have been charged already, so none is charged twice."""
+
+    pod: str
+    uid: Annotated[str, schema.Field(max_length=128)]
+    count: Annotated[int, schema.Field(minimum=1)]
+
+
+@attrs.frozen(kw_only=True, field_transformer=schema.validated)
 class TrainingJobStatus:
     """The observed state of the job; written only by the operator."""
 
@@ -329,6 +345,10 @@ class TrainingJobStatus:
     failures: Annotated[
         tuple[FailureRecord, ...],
         schema.Field(max_items=MAX_FAILURE_HISTORY, doc="The most recent pod failures, oldest first."),
+    ] = ()
+    counted_failures: Annotated[
+        tuple[CountedFailures, ...],
+        schema.Field(list_map_keys=("uid",), doc="Failures already charged, per pod that still exists."),
     ] = ()
     observed_generation: Annotated[int | None, schema.Field(minimum=0)] = None
 

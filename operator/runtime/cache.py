@@ -8,10 +8,11 @@ children without listing anything. Reads return the stored dicts; treat them as 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["Indexer", "Store", "by_owner", "key_of"]
+__all__ = ["Indexer", "Store", "Tombstones", "by_owner", "key_of"]
 
 Obj = dict[str, Any]
 Indexer = Callable[[Obj], Iterable[str]]
@@ -104,3 +105,42 @@ class Store:
 
 def _rv(obj: Obj) -> str:
     return str(obj["metadata"].get("resourceVersion", ""))
+
+
+class Tombstones:
+    """The last state of recently deleted objects, filed under their controlling owner.
+
+    A pod can fail and be deleted between two reconciles of its job (an eviction, a
+    user's ``kubectl delete``); its tombstone lets the reconciler still see — and count —
+    that failure. Tombstones live ``ttl`` seconds; they are memory only, so a restarted
+    operator sees only the pods that still exist.
+    """
+
+    def __init__(
+        self, owner: Indexer, ttl: float = 600.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._owner, self._ttl, self._clock = owner, ttl, clock
+        self._by_owner: dict[str, dict[str, tuple[float, Obj]]] = {}
+
+    def handler(self, event: str, obj: Obj, _old: Obj | None) -> None:
+        """An informer handler: remembers every DELETED object."""
+        if event != "DELETED":
+            return
+        uid = obj["metadata"].get("uid", key_of(obj))
+        for owner in self._owner(obj):
+            self._by_owner.setdefault(owner, {})[uid] = (self._clock(), obj)
+
+    def of(self, owner: str) -> list[Obj]:
+        """The tombstones filed under ``owner`` that have not expired."""
+        kept = self._by_owner.get(owner)
+        if kept is None:
+            return []
+        oldest = self._clock() - self._ttl
+        for uid in [u for u, (t, _) in kept.items() if t < oldest]:
+            del kept[uid]
+        if not kept:
+            del self._by_owner[owner]
+        return [obj for _, obj in kept.values()]
+
+    def forget(self, owner: str) -> None:
+        self._by_owner.pop(owner, None)

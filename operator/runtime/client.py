@@ -28,12 +28,14 @@ __all__ = [
     "CONFIGMAPS",
     "EVENTS",
     "LEASES",
+    "NODES",
     "PODS",
     "SERVICES",
     "TRAININGJOBS",
     "ApiError",
     "Client",
     "Resource",
+    "merge_patch_between",
 ]
 
 FIELD_MANAGER = "kubetrain-operator"
@@ -77,6 +79,7 @@ SERVICES = Resource("", "v1", "services", "Service")
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 EVENTS = Resource("", "v1", "events", "Event")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 TRAININGJOBS = Resource("training.kubetrain.dev", "v1beta1", "trainingjobs", "TrainingJob")
 
 
@@ -199,8 +202,14 @@ class Client:
         name: str,
         namespace: str | None = None,
         grace_period_seconds: int | None = None,
+        uid: str | None = None,
     ) -> Any:
-        body = {} if grace_period_seconds is None else {"gracePeriodSeconds": grace_period_seconds}
+        """Delete ``name``; with ``uid``, only that incarnation of it (else 409 Conflict)."""
+        body: dict[str, Any] = {}
+        if grace_period_seconds is not None:
+            body["gracePeriodSeconds"] = grace_period_seconds
+        if uid is not None:
+            body["preconditions"] = {"uid": uid}
         with _write_span("delete", resource, name):
             return await self.request("DELETE", resource, namespace=namespace, name=name, body=body)
 
@@ -270,6 +279,20 @@ class Client:
             raise ApiError(504, "Timeout", "watch was silent too long") from e
         except httpx.TransportError as e:
             raise ApiError(503, "Unavailable", f"{type(e).__name__}: {e}") from e
+
+
+def merge_patch_between(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON merge patch (RFC 7386) that turns ``old`` into ``new``: removed keys become null."""
+    patch: dict[str, Any] = {k: None for k in old if k not in new}
+    for k, v in new.items():
+        before = old.get(k)
+        if isinstance(v, Mapping) and isinstance(before, Mapping):
+            inner = merge_patch_between(before, v)
+            if inner:
+                patch[k] = inner
+        elif v != before or k not in old:
+            patch[k] = v
+    return patch
 
 
 def _decode(response: httpx.Response) -> Any:

@@ -316,6 +316,7 @@ def hub_statuses(draw: st.DrawFn, types: list[str]) -> v1beta1.TrainingJobStatus
                     succeeded=small,
                     failed=small,
                     selector=optional(st.text(max_size=10)),
+                    attempt=small,
                 )
             )
             for k in keys
@@ -326,6 +327,15 @@ def hub_statuses(draw: st.DrawFn, types: list[str]) -> v1beta1.TrainingJobStatus
             st.builds(v1beta1.RestartCounts, user_code=small, infrastructure=small, uncharged=small)
         ),
         failures=tuple(draw(st.lists(failures, max_size=3))),
+        counted_failures=tuple(
+            draw(
+                st.lists(
+                    st.builds(v1beta1.CountedFailures, pod=dns_label, uid=dns_label, count=st.integers(1, 9)),
+                    max_size=3,
+                    unique_by=lambda c: c.uid,
+                )
+            )
+        ),
         observed_generation=draw(optional(small)),
     )
 

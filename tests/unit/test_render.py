@@ -2,6 +2,7 @@
 
 from typing import Any
 
+import attrs
 import pytest
 from testkit.builders import a_job, container, template
 
@@ -48,7 +49,18 @@ def test_labels_keep_the_templates_own_and_add_kubetrains() -> None:
         naming.REPLICA_TYPE: "master",
         naming.REPLICA_INDEX: "0",
         naming.JOB_ROLE: "master",
+        naming.ATTEMPT: "0",
     }
+
+
+def test_pods_carry_the_restart_attempt_of_their_replica_type() -> None:
+    job = a_job("tj").replicas("Master", 1).replicas("Worker", 1).build()
+    job = attrs.evolve(
+        job, status=v1beta1.TrainingJobStatus(replica_statuses={"Worker": v1beta1.ReplicaStatus(attempt=3)})
+    )
+    pods = by_kind(render.render(job, pytorch.FRAMEWORK), "Pod")
+    assert pods["tj-master-0"]["metadata"]["labels"][naming.ATTEMPT] == "0"
+    assert pods["tj-worker-0"]["metadata"]["labels"][naming.ATTEMPT] == "3"
 
 
 def test_children_are_controlled_by_the_job_once_it_has_a_uid() -> None:

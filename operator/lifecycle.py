@@ -1,0 +1,489 @@
+"""One step in the life of a TrainingJob, as a pure function.
+
+:func:`step` takes what the job asks for (its spec), what was decided before (its
+status), what is seen now (its pods, with their nodes) and the time, and returns the new
+status and what to do: pods to create and delete, whether to delete the job, Events to
+send, and when to look again. It never talks to the apiserver, so the reconciler is a
+thin shell around it and every rule below is tested without a cluster.
+
+A step, in order:
+
+1. A finished job only cleans up (``cleanPodPolicy``) and expires (``ttlSecondsAfterFinished``).
+2. A suspended job keeps no pods and spends nothing: its pods are moved to a new restart
+   attempt, so deleting them is not a failure, and resuming resets ``startTime``.
+3. Success first: once the success policy is met, failures seen in the same step do not
+   matter and the remaining replicas are stopped.
+4. ``activeDeadlineSeconds`` fails the job with ``DeadlineExceeded``.
+5. Every new failure of a pod of the current attempt is classified, decided (rules, then
+   the restart policy), charged to its class's budget and recorded; the first one that
+   fails the job ends the step.
+6. Restarts: a ``Pod`` restart deletes that pod (unless the kubelet restarted it in
+   place); a ``ReplicaType`` or ``Job`` restart moves the type or the job to a new
+   attempt, which makes every older pod stale.
+7. Stale and surplus pods are deleted; pods Terminating past the termination deadline are
+   force-deleted.
+8. Missing replicas are created — only when no stale pod is left, so a new world never
+   meets an old one, and not before the restart backoff has passed.
+9. ``Running`` once every replica runs (or has succeeded); ``Restarting`` until then.
+
+Failures are counted per pod UID in ``status.countedFailures``, which is written before
+anything is acted on, so a failure seen again (the cache lags, a delete failed, the
+operator restarted) is never charged twice. Conditions change only along
+:data:`TRANSITIONS`.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+
+import attrs
+
+from kubetrain.api import v1beta1
+from kubetrain.operator import conditions, naming, observed
+from kubetrain.operator.frameworks import framework as fw_contract
+from kubetrain.operator.policies import backoff, budget, classify, cleanup, deadline, failure, success, ttl
+
+__all__ = ["TRANSITIONS", "Decision", "Defaults", "Delete", "Event", "Input", "diagram", "step"]
+
+S = v1beta1.JobState
+C = v1beta1.ConditionType
+Action = v1beta1.FailureAction
+
+# Every change of state a step may make (staying put is always allowed).
+TRANSITIONS: frozenset[tuple[v1beta1.JobState, v1beta1.JobState]] = frozenset(
+    {
+        (S.PENDING, S.CREATED),
+        (S.PENDING, S.SUSPENDED),
+        (S.PENDING, S.FAILED),  # the spec cannot run (reported by the reconciler)
+        (S.CREATED, S.RUNNING),
+        (S.CREATED, S.RESTARTING),
+        (S.CREATED, S.SUCCEEDED),
+        (S.CREATED, S.FAILED),
+        (S.CREATED, S.SUSPENDED),
+        (S.RUNNING, S.RESTARTING),
+        (S.RUNNING, S.SUCCEEDED),
+        (S.RUNNING, S.FAILED),
+        (S.RUNNING, S.SUSPENDED),
+        (S.RESTARTING, S.RUNNING),
+        (S.RESTARTING, S.SUCCEEDED),
+        (S.RESTARTING, S.FAILED),
+        (S.RESTARTING, S.SUSPENDED),
+        (S.SUSPENDED, S.CREATED),
+    }
+)
+
+
+def diagram() -> str:
+    """:data:`TRANSITIONS` as a Mermaid state diagram."""
+    lines = ["stateDiagram-v2", "    [*] --> Pending"]
+    order = list(S)
+    for a, b in sorted(TRANSITIONS, key=lambda t: (order.index(t[0]), order.index(t[1]))):
+        lines.append(f"    {a.value} --> {b.value}")
+    lines += ["    Succeeded --> [*]", "    Failed --> [*]"]
+    return "\n".join(lines) + "\n"
+
+
+@attrs.frozen(kw_only=True)
+class Defaults:
+    """What the framework decides when the job does not say."""
+
+    restart_policy: v1beta1.RestartPolicy
+    restart_scope: v1beta1.RestartScope
+    success: v1beta1.SuccessPolicy
+    containers: Mapping[str, str]  # replica type -> name of its main container
+
+    @classmethod
+    def of(cls, fw: fw_contract.Framework, spec: v1beta1.TrainingJobSpec) -> Defaults:
+        containers = {}
+        for key, rs in spec.replica_specs.items():
+            main = fw_contract.main_container(rs.template, fw.container)
+            containers[key] = main["name"] if main is not None else fw.container
+        return cls(
+            restart_policy=fw.restart_policy,
+            restart_scope=fw.restart_scope,
+            success=fw.success(spec),
+            containers=containers,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class Input:
+    name: str
+    generation: int | None = None
+    spec: v1beta1.TrainingJobSpec
+    status: v1beta1.TrainingJobStatus
+    pods: tuple[observed.Pod, ...]
+    defaults: Defaults
+    now: datetime.datetime
+
+
+@attrs.frozen(kw_only=True)
+class Delete:
+    pod: str
+    uid: str
+    force: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class Event:
+    type: str  # Normal or Warning
+    reason: str
+    message: str
+
+
+@attrs.frozen(kw_only=True)
+class Decision:
+    status: v1beta1.TrainingJobStatus
+    create: tuple[tuple[str, int], ...] = ()  # (replica type, index)
+    delete: tuple[Delete, ...] = ()
+    delete_job: bool = False
+    events: tuple[Event, ...] = ()
+    requeue_after: float | None = None
+
+
+def step(inp: Input) -> Decision:
+    """The new status, and what to do, for one look at a job."""
+    return _Step(inp).run()
+
+
+_WARNING_CONDITIONS = {C.FAILED, C.RESTARTING}
+
+
+class _Step:
+    def __init__(self, inp: Input) -> None:
+        self.inp, self.now, self.spec = inp, inp.now, inp.spec
+        prev = inp.status
+        self.keys = {k.lower(): k for k in self.spec.replica_specs}
+        self.replicas = {k: s.replicas for k, s in self.spec.replica_specs.items()}
+        self.attempts = {
+            k: prev.replica_statuses.get(k, v1beta1.ReplicaStatus()).attempt for k in self.spec.replica_specs
+        }
+        self.conditions = prev.conditions
+        self.counts = prev.restarts
+        self.history = list(prev.failures)
+        self.counted = {c.uid: c for c in prev.counted_failures}
+        self.start_time, self.completion_time = prev.start_time, prev.completion_time
+        self.pods = sorted(inp.pods, key=lambda p: (p.replica_type, p.index, p.name, p.uid))
+        self.deletes: dict[str, Delete] = {}
+        self.creates: list[tuple[str, int]] = []
+        self.events: list[Event] = []
+        self.dues: list[datetime.datetime] = []
+        self.delete_job = False
+
+    # --- the step ------------------------------------------------------------------------
+
+    def run(self) -> Decision:
+        if self._finished():
+            self._finish_up()
+            return self._decision()
+        self._created()
+        if self.spec.run_policy.suspend:
+            self._suspend()
+            return self._decision()
+        self._resume()
+        if self._succeeded() or self._out_of_time():
+            return self._decision()
+        restarts = self._account()
+        if self._finished():
+            return self._decision()
+        self._restart(restarts)
+        self._delete_stale_and_surplus()
+        self._force_overdue()
+        self._create_missing()
+        self._progress(restarted=bool(restarts))
+        return self._decision()
+
+    # --- pods ------------------------------------------------------------------------------
+
+    def _key(self, pod: observed.Pod) -> str | None:
+        key = self.keys.get(pod.replica_type)
+        return key if key is not None and pod.index < self.replicas[key] else None
+
+    def _current(self, pod: observed.Pod) -> bool:
+        key = self._key(pod)
+        return key is not None and pod.attempt >= self.attempts[key]
+
+    def _live(self) -> list[observed.Pod]:
+        return [p for p in self.pods if not p.gone]
+
+    def _delete(self, pod: observed.Pod, *, force: bool = False) -> None:
+        if pod.gone or (pod.deleted is not None and not force):
+            return
+        self.deletes[pod.name] = Delete(pod=pod.name, uid=pod.uid, force=force)
+
+    # --- conditions ------------------------------------------------------------------------
+
+    def _is(self, ctype: v1beta1.ConditionType) -> bool:
+        return conditions.is_true(self.conditions, ctype)
+
+    def _set(self, ctype: v1beta1.ConditionType, status: bool, why: str, message: str) -> None:
+        flips = status and not self._is(ctype)
+        self.conditions = conditions.set_status(
+            self.conditions, ctype, status, why, message, self.now, self.inp.generation
+        )
+        if flips:
+            kind = "Warning" if ctype in _WARNING_CONDITIONS else "Normal"
+            self.events.append(Event(type=kind, reason=conditions.reason(why), message=message))
+
+    def _clear(self, *ctypes: v1beta1.ConditionType, why: str, message: str) -> None:
+        for ctype in ctypes:
+            if self._is(ctype):
+                self._set(ctype, False, why, message)
+
+    # --- steps -----------------------------------------------------------------------------
+
+    def _finished(self) -> bool:
+        return self._is(C.SUCCEEDED) or self._is(C.FAILED)
+
+    def _finish(self, ctype: v1beta1.ConditionType, why: str, message: str) -> None:
+        self._clear(C.RUNNING, C.RESTARTING, why=why, message=message)
+        self._set(ctype, True, why, message)
+        self.completion_time = self.now
+        self._finish_up()
+
+    def _finish_up(self) -> None:
+        for pod in cleanup.to_delete(self.spec.run_policy.clean_pod_policy, self._live()):
+            self._delete(pod)
+        self._force_overdue()
+        expiry = ttl.expires_at(self.completion_time, self.spec.run_policy.ttl_seconds_after_finished)
+        if expiry is not None:
+            if self.now >= expiry:
+                self.delete_job = True
+            else:
+                self.dues.append(expiry)
+
+    def _created(self) -> None:
+        if not self.inp.status.conditions:
+            self._set(C.CREATED, True, "TrainingJobCreated", f"TrainingJob {self.inp.name} was created")
+
+    def _suspend(self) -> None:
+        if not self._is(C.SUSPENDED):
+            # A new attempt: the pods deleted now are stale, so their end is not a failure.
+            self._new_attempt(self.attempts)
+            self._clear(C.RUNNING, C.RESTARTING, why="Suspended", message="the job is suspended")
+            self._set(C.SUSPENDED, True, "Suspended", "the job is suspended; its pods are deleted")
+            self.start_time = None
+        for pod in self._live():
+            self._delete(pod)
+        self._force_overdue()
+
+    def _resume(self) -> None:
+        if self._is(C.SUSPENDED):
+            self._set(C.SUSPENDED, False, "Resumed", "the job is resumed")
+        if self.start_time is None:
+            self.start_time = self.now
+
+    def _succeeded(self) -> bool:
+        done = {
+            (key, p.index)
+            for p in self._live()
+            if p.phase == "Succeeded" and self._current(p) and (key := self._key(p)) is not None
+        }
+        why = success.met(self.spec.success_policy or self.inp.defaults.success, done, self.replicas)
+        if why is None:
+            return False
+        self._finish(C.SUCCEEDED, "SuccessPolicyMet", why)
+        return True
+
+    def _out_of_time(self) -> bool:
+        until = deadline.active_until(self.start_time, self.spec.run_policy.active_deadline_seconds)
+        if until is None:
+            return False
+        if self.now < until:
+            self.dues.append(until)
+            return False
+        seconds = self.spec.run_policy.active_deadline_seconds
+        self._finish(C.FAILED, "DeadlineExceeded", f"the job was active longer than {seconds}s")
+        return True
+
+    def _account(self) -> list[tuple[observed.Pod, classify.Failure, failure.Verdict]]:
+        """Charge and record every failure not counted yet; the restarts they ask for."""
+        restarts = []
+        fp = self.spec.failure_policy
+        for pod in self.pods:
+            key = self._key(pod)
+            if key is None or not self._current(pod):
+                continue
+            container = self.inp.defaults.containers.get(key, "")
+            seen = self.counted[pod.uid].count if pod.uid in self.counted else 0
+            due = classify.image_pull_due(pod, fp.image_pull_grace_seconds)
+            if due is not None and due > self.now:
+                self.dues.append(due)
+            for f in classify.new_failures(
+                pod, seen, container=container, now=self.now, image_pull_grace=fp.image_pull_grace_seconds
+            ):
+                v = failure.verdict(
+                    f,
+                    replica_type=key,
+                    rules=fp.rules,
+                    restart_policy=self.spec.replica_specs[key].restart_policy
+                    or self.inp.defaults.restart_policy,
+                    scope=fp.restart_scope or self.inp.defaults.restart_scope,
+                    container=container,
+                )
+                self.counts, over = budget.charge(
+                    self.counts,
+                    action=v.action,
+                    failure_class=f.failure_class,
+                    budget=budget.budget_of(self.spec, f.failure_class),
+                    history=self.history,
+                    replica=(key, pod.index),
+                    now=self.now,
+                )
+                action = Action.FAIL_JOB if over else v.action
+                seen += 1
+                self.counted[pod.uid] = v1beta1.CountedFailures(pod=pod.name, uid=pod.uid, count=seen)
+                self.history.append(
+                    v1beta1.FailureRecord(
+                        time=self.now,
+                        replica_type=key,
+                        index=pod.index,
+                        pod=pod.name,
+                        node=pod.node,
+                        exit_code=f.exit_code,
+                        reason=f.reason,
+                        failure_class=f.failure_class,
+                        rule=v.rule,
+                        action=action,
+                    )
+                )
+                what = _describe(pod, key, f, v, action)
+                self.events.append(Event(type="Warning", reason="PodFailed", message=what))
+                if action is Action.FAIL_JOB:
+                    self._finish(C.FAILED, over or v.reason, what)
+                    return []
+                if action in (Action.RESTART, Action.RESTART_UNCHARGED):
+                    restarts.append((pod, f, v))
+        return restarts
+
+    def _restart(self, restarts: list[tuple[observed.Pod, classify.Failure, failure.Verdict]]) -> None:
+        gang: set[str] = set()
+        for pod, f, v in restarts:
+            key = self._key(pod)
+            assert key is not None
+            if v.scope is v1beta1.RestartScope.JOB:
+                gang |= set(self.replicas)
+            elif v.scope is v1beta1.RestartScope.REPLICA_TYPE:
+                gang.add(key)
+            elif not f.in_place:
+                self._delete(pod)
+        if gang:
+            self._new_attempt({k: self.attempts[k] for k in gang})
+        if restarts:
+            pod, f, v = restarts[-1]
+            self._clear(C.RUNNING, why=v.reason, message=f"restarting after {pod.name} failed")
+            self._set(C.RESTARTING, True, v.reason, f"{_scope_text(v.scope, pod)} after {pod.name} failed")
+
+    def _new_attempt(self, keys: Mapping[str, int]) -> None:
+        attempt = max(self.attempts.values(), default=0) + 1
+        for key in keys:
+            self.attempts[key] = attempt
+
+    def _delete_stale_and_surplus(self) -> None:
+        for pod in self._live():
+            if not self._current(pod):
+                self._delete(pod)
+
+    def _force_overdue(self) -> None:
+        for pod in self._live():
+            at = deadline.force_delete_at(pod, self.spec.failure_policy.termination_deadline_seconds)
+            if at is None:
+                continue
+            if self.now >= at:
+                self._delete(pod, force=True)
+            else:
+                self.dues.append(at)
+
+    def _create_missing(self) -> None:
+        live = self._live()
+        if any(not self._current(p) for p in live):
+            return  # a new attempt starts only when the old one is gone entirely
+        last = max(
+            (r.time for r in self.history if r.action in (Action.RESTART, Action.RESTART_UNCHARGED)),
+            default=None,
+        )
+        due = backoff.due(self.spec.failure_policy.restart_backoff, self.counts.total, last)
+        if due is not None and self.now < due:
+            self.dues.append(due)
+            return
+        names = {p.name for p in live}
+        for key, count in self.replicas.items():
+            for i in range(count):
+                if naming.replica_name(self.inp.name, key, i) not in names:
+                    self.creates.append((key, i))
+
+    def _progress(self, *, restarted: bool) -> None:
+        if restarted or self.creates:
+            return
+        up = {
+            (key, p.index)
+            for p in self._live()
+            if (key := self._key(p)) is not None
+            and self._current(p)
+            and p.deleted is None
+            and (p.phase == "Succeeded" or (p.phase == "Running" and "CrashLoopBackOff" not in p.waiting))
+        }
+        if len(up) < sum(self.replicas.values()):
+            return
+        if self._is(C.RESTARTING):
+            self._set(C.RESTARTING, False, "Restarted", "every replica is running again")
+        if not self._is(C.RUNNING):
+            self._set(C.RUNNING, True, "Running", "every replica is running")
+
+    # --- the result ------------------------------------------------------------------------
+
+    def _decision(self) -> Decision:
+        observed_uids = {p.uid for p in self.pods}
+        status = v1beta1.TrainingJobStatus(
+            state=v1beta1.state_of(self.conditions),
+            conditions=self.conditions,
+            replica_statuses=self._replica_statuses(),
+            start_time=self.start_time,
+            completion_time=self.completion_time,
+            restarts=self.counts,
+            failures=tuple(self.history[-v1beta1.trainingjob_types.MAX_FAILURE_HISTORY :]),
+            counted_failures=tuple(c for uid, c in self.counted.items() if uid in observed_uids),
+            observed_generation=self.inp.generation,
+        )
+        later = [d for d in self.dues if d > self.now]
+        return Decision(
+            status=status,
+            create=tuple(self.creates),
+            delete=tuple(self.deletes.values()),
+            delete_job=self.delete_job,
+            events=tuple(self.events),
+            requeue_after=min((d - self.now).total_seconds() for d in later) if later else None,
+        )
+
+    def _replica_statuses(self) -> dict[str, v1beta1.ReplicaStatus]:
+        out = {}
+        for key in self.spec.replica_specs:
+            pods = [p for p in self._live() if self._key(p) == key and self._current(p)]
+            active = [p for p in pods if p.deleted is None and not p.finished]
+            out[key] = v1beta1.ReplicaStatus(
+                active=len(active),
+                ready=sum(p.ready for p in active),
+                succeeded=sum(p.phase == "Succeeded" for p in pods),
+                failed=sum(p.phase == "Failed" for p in pods),
+                selector=naming.selector({naming.JOB_NAME: self.inp.name, naming.REPLICA_TYPE: key.lower()}),
+                attempt=self.attempts[key],
+            )
+        return out
+
+
+def _describe(
+    pod: observed.Pod, key: str, f: classify.Failure, v: failure.Verdict, action: v1beta1.FailureAction
+) -> str:
+    code = "" if f.exit_code is None else f", exit code {f.exit_code}"
+    how = "container restarted" if f.in_place else "failed"
+    rule = f" (rule {v.rule})" if v.rule else ""
+    return f"{key} {pod.index} ({pod.name}) {how}: {f.failure_class.value} {f.reason}{code}; {action.value}{rule}"
+
+
+def _scope_text(scope: v1beta1.RestartScope, pod: observed.Pod) -> str:
+    if scope is v1beta1.RestartScope.JOB:
+        return "restarting every replica"
+    if scope is v1beta1.RestartScope.REPLICA_TYPE:
+        return f"restarting every {pod.replica_type} replica"
+    return f"restarting {pod.name}"

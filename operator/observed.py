@@ -1,0 +1,109 @@
+"""What the operator sees of one pod: the facts the failure semantics decide on.
+
+:meth:`Pod.of` reads a pod as the apiserver returns it — phase, exit codes and reasons
+per container, container restarts, true conditions (``DisruptionTarget`` among them),
+its node and whether that node still exists, when it was created and when its
+deletion was asked for — into a frozen value. A pod that has been deleted from the
+apiserver can still be observed for a while through its last known state
+(``gone=True``), so that a pod that failed and vanished between two reconciles is still
+counted. Nothing here talks to the apiserver.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from kubetrain.operator import naming
+
+__all__ = ["IMAGE_PULL_REASONS", "Pod"]
+
+IMAGE_PULL_REASONS = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})
+
+
+@attrs.frozen(kw_only=True)
+class Pod:
+    name: str
+    uid: str
+    replica_type: str  # as labelled: lower case
+    index: int
+    attempt: int = 0
+    phase: str = "Pending"
+    ready: bool = False
+    created: datetime.datetime | None = None
+    deleted: datetime.datetime | None = None  # deletionTimestamp: when the grace period ends
+    node: str | None = None
+    node_exists: bool = True
+    gone: bool = False
+    restarts: int = 0
+    exit_codes: Mapping[str, int] = attrs.field(factory=dict)
+    reasons: tuple[str, ...] = ()
+    conditions: frozenset[str] = frozenset()
+    disruption: str | None = None
+    waiting: frozenset[str] = frozenset()
+
+    @property
+    def deleting(self) -> bool:
+        return self.deleted is not None or self.gone
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any], *, node_exists: bool = True, gone: bool = False) -> Pod:
+        meta = obj["metadata"]
+        labels = meta.get("labels") or {}
+        status = obj.get("status") or {}
+        containers = [*status.get("initContainerStatuses", []), *status.get("containerStatuses", [])]
+        exit_codes: dict[str, int] = {}
+        reasons: list[str] = [status["reason"]] if status.get("reason") else []
+        waiting: set[str] = set()
+        for c in containers:
+            state = c.get("state") or {}
+            # A container that exits and is restarted by the kubelet shows why in lastState.
+            terminated = state.get("terminated") or (c.get("lastState") or {}).get("terminated")
+            if terminated:
+                exit_codes[c["name"]] = int(terminated.get("exitCode", 0))
+                if terminated.get("reason"):
+                    reasons.append(terminated["reason"])
+            if (state.get("waiting") or {}).get("reason"):
+                waiting.add(state["waiting"]["reason"])
+        true = {c["type"]: c for c in status.get("conditions", []) if c.get("status") == "True"}
+        disruption = true.get("DisruptionTarget")
+        return cls(
+            name=meta["name"],
+            uid=meta.get("uid", ""),
+            replica_type=labels.get(naming.REPLICA_TYPE, ""),
+            index=_int(labels.get(naming.REPLICA_INDEX)),
+            attempt=_int(labels.get(naming.ATTEMPT)),
+            phase=status.get("phase", "Pending"),
+            ready="Ready" in true,
+            created=_time(meta.get("creationTimestamp")),
+            deleted=_time(meta.get("deletionTimestamp")),
+            node=(obj.get("spec") or {}).get("nodeName"),
+            node_exists=node_exists,
+            gone=gone,
+            restarts=sum(int(c.get("restartCount", 0)) for c in containers),
+            exit_codes=exit_codes,
+            reasons=tuple(reasons),
+            conditions=frozenset(true),
+            disruption=(disruption.get("reason") or "DisruptionTarget") if disruption else None,
+            waiting=frozenset(waiting),
+        )
+
+
+def _int(value: str | None) -> int:
+    try:
+        return int(value) if value is not None else 0
+    except ValueError:
+        return 0
+
+
+def _time(value: str | None) -> datetime.datetime | None:
+    if not value:
+        return None
+    return datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))

@@ -1,0 +1,11 @@
+"""The failure semantics of a TrainingJob, one policy per module, all pure.
+
+``classify`` (infrastructure or user code), ``failure`` (rules and restart policies to
+an action), ``budget`` (what each class may spend), ``backoff`` (delay between
+restarts), ``success``, ``deadline`` (active and termination deadlines), ``ttl`` and
+``cleanup``. :mod:`kubetrain.operator.lifecycle` combines them into one step.
+"""
+
+from kubetrain.operator.policies import backoff, budget, classify, cleanup, deadline, failure, success, ttl
+
+__all__ = ["backoff", "budget", "classify", "cleanup", "deadline", "failure", "success", "ttl"]

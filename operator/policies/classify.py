@@ -1,0 +1,125 @@
+"""Every failure of a pod is classified once: infrastructure or user code.
+
+Infrastructure: the pod was disrupted (a ``DisruptionTarget`` condition: eviction,
+preemption, taint eviction, pod garbage collection, kubelet shutdown), its node is gone,
+the kubelet refused or evicted it (``Evicted``, ``Preempted``, ``OutOfcpu``, ...), it
+vanished while nobody asked for it, or its images could not be pulled for longer than
+the grace period. User code: the program exited and the pod failed, or the kubelet
+restarted one of its containers. A pod may fail several times — once per container
+restart, and once more when the pod itself fails — and :func:`new_failures` returns the
+ones beyond those already counted.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+import attrs
+
+from kubetrain.api import v1beta1
+from kubetrain.operator import observed
+
+__all__ = [
+    "DEFAULT_IMAGE_PULL_GRACE",
+    "INFRASTRUCTURE_REASONS",
+    "Failure",
+    "exit_code",
+    "image_pull_due",
+    "new_failures",
+]
+
+DEFAULT_IMAGE_PULL_GRACE = 300
+INFRASTRUCTURE_REASONS = frozenset(
+    {
+        "Evicted",
+        "Preempted",
+        "NodeLost",
+        "NodeShutdown",
+        "Shutdown",
+        "Terminated",
+        "UnexpectedAdmissionError",
+        "NodeAffinity",
+        "OutOfcpu",
+        "OutOfmemory",
+        "OutOfpods",
+    }
+)
+
+
+@attrs.frozen(kw_only=True)
+class Failure:
+    pod: observed.Pod
+    failure_class: v1beta1.FailureClass
+    reason: str
+    exit_code: int | None = None
+    in_place: bool = False  # the kubelet restarted a container; the pod lives on
+
+
+def new_failures(
+    pod: observed.Pod, counted: int, *, container: str, now: datetime.datetime, image_pull_grace: int | None
+) -> list[Failure]:
+    """The failures of ``pod`` beyond the first ``counted`` (container restarts come first)."""
+    out = [_restarted(pod, container)] * max(0, pod.restarts - counted)
+    whole = _pod_failure(pod, container, now, image_pull_grace)
+    if whole is not None and counted <= pod.restarts:
+        out.append(whole)
+    return out
+
+
+def image_pull_due(pod: observed.Pod, grace: int | None) -> datetime.datetime | None:
+    """When a pod stuck pulling images starts to count as failed."""
+    if not pod.waiting & observed.IMAGE_PULL_REASONS or pod.created is None or pod.finished:
+        return None
+    return pod.created + datetime.timedelta(seconds=DEFAULT_IMAGE_PULL_GRACE if grace is None else grace)
+
+
+def _pod_failure(
+    pod: observed.Pod, container: str, now: datetime.datetime, grace: int | None
+) -> Failure | None:
+    infra = v1beta1.FailureClass.INFRASTRUCTURE
+    if pod.phase == "Succeeded":
+        return None
+    if pod.disruption is not None:
+        return Failure(pod=pod, failure_class=infra, reason=pod.disruption)
+    if pod.node and not pod.node_exists:
+        return Failure(pod=pod, failure_class=infra, reason="NodeLost")
+    if pod.phase == "Failed":
+        kubelet = next((r for r in pod.reasons if r in INFRASTRUCTURE_REASONS), None)
+        if kubelet is not None:
+            return Failure(pod=pod, failure_class=infra, reason=kubelet)
+        return Failure(
+            pod=pod,
+            failure_class=v1beta1.FailureClass.USER_CODE,
+            reason=_exit_reason(pod),
+            exit_code=exit_code(pod, container),
+        )
+    if pod.gone:
+        return Failure(pod=pod, failure_class=infra, reason="PodDeleted")
+    due = image_pull_due(pod, grace)
+    if due is not None and now >= due:
+        reason = sorted(pod.waiting & observed.IMAGE_PULL_REASONS)[0]
+        return Failure(pod=pod, failure_class=infra, reason=reason)
+    return None
+
+
+def _restarted(pod: observed.Pod, container: str) -> Failure:
+    return Failure(
+        pod=pod,
+        failure_class=v1beta1.FailureClass.USER_CODE,
+        reason=_exit_reason(pod, default="ContainerRestarted"),
+        exit_code=exit_code(pod, container),
+        in_place=True,
+    )
+
+
+def exit_code(pod: observed.Pod, container: str) -> int | None:
+    """The main container's exit code, unless it is 0 and another container's is not."""
+    main = pod.exit_codes.get(container)
+    if main:
+        return main
+    failed = [code for code in pod.exit_codes.values() if code]
+    return failed[0] if failed else main
+
+
+def _exit_reason(pod: observed.Pod, default: str = "Error") -> str:
+    return next((r for r in pod.reasons if r not in ("Completed",)), default)

@@ -1,0 +1,82 @@
+"""From a classified failure to an action: failure rules first, then the restart policy.
+
+``failurePolicy.rules`` are tried in order and the first whose every criterion matches
+decides; the rule is named in the verdict. Without a match, an infrastructure failure is
+restarted (it spends the infrastructure budget), and a user-code failure follows the
+replica type's ``restartPolicy``:
+
+- ``Always`` / ``OnFailure``: restart (the kubelet restarts containers in place; each
+  restart spends the user-code budget);
+- ``Never``: the replica's failure is final, and the job fails;
+- ``ExitCode``: exit codes 128 to 255 (signals: OOM kills, preemption of the process) are
+  retryable and restart the replica; 1 to 127 are permanent and fail the job at once.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from kubetrain.api import v1beta1
+from kubetrain.operator.policies import classify
+
+__all__ = ["Verdict", "is_retryable_exit_code", "matches", "verdict"]
+
+Action = v1beta1.FailureAction
+
+
+@attrs.frozen(kw_only=True)
+class Verdict:
+    action: v1beta1.FailureAction
+    scope: v1beta1.RestartScope
+    rule: str | None = None
+    reason: str
+
+
+def is_retryable_exit_code(code: int | None) -> bool:
+    return code is not None and 128 <= code <= 255
+
+
+def verdict(
+    f: classify.Failure,
+    *,
+    replica_type: str,
+    rules: tuple[v1beta1.FailureRule, ...],
+    restart_policy: v1beta1.RestartPolicy,
+    scope: v1beta1.RestartScope,
+    container: str,
+) -> Verdict:
+    """What to do about ``f``, a failure of a pod of ``replica_type``."""
+    for rule in rules:
+        if matches(rule, f, replica_type=replica_type, container=container):
+            return Verdict(
+                action=rule.action,
+                scope=rule.restart_scope or scope,
+                rule=rule.name,
+                reason=f"Rule:{rule.name}",
+            )
+    if f.failure_class is v1beta1.FailureClass.INFRASTRUCTURE:
+        return Verdict(action=Action.RESTART, scope=scope, reason="InfrastructureFailure")
+    match restart_policy:
+        case v1beta1.RestartPolicy.ALWAYS | v1beta1.RestartPolicy.ON_FAILURE:
+            return Verdict(action=Action.RESTART, scope=scope, reason="ReplicaFailed")
+        case v1beta1.RestartPolicy.NEVER:
+            return Verdict(action=Action.FAIL_JOB, scope=scope, reason="ReplicaFailed")
+        case v1beta1.RestartPolicy.EXIT_CODE if is_retryable_exit_code(f.exit_code):
+            return Verdict(action=Action.RESTART, scope=scope, reason="RetryableExitCode")
+        case _:
+            return Verdict(action=Action.FAIL_JOB, scope=scope, reason="PermanentExitCode")
+
+
+def matches(rule: v1beta1.FailureRule, f: classify.Failure, *, replica_type: str, container: str) -> bool:
+    """Whether every criterion ``rule`` gives holds for ``f``."""
+    if rule.replica_types and replica_type not in rule.replica_types:
+        return False
+    if rule.on_failure_class is not None and rule.on_failure_class is not f.failure_class:
+        return False
+    if rule.on_exit_codes is not None:
+        code = f.pod.exit_codes.get(rule.on_exit_codes.container_name or container)
+        if code is None or not rule.on_exit_codes.matches(code):
+            return False
+    if rule.on_reasons and not {f.reason, *f.pod.reasons} & set(rule.on_reasons):
+        return False
+    return set(rule.on_pod_conditions) <= f.pod.conditions

@@ -1,0 +1,304 @@
+"""The TrainingJob reconciler: one for every framework, driven by the framework registry.
+
+:meth:`TrainingJobReconciler.reconcile` is thin — fetch the job from the cache, ignore
+it if it is gone or being deleted — and :meth:`~TrainingJobReconciler._reconcile` is a
+list of steps. Everything it decides comes from :func:`kubetrain.operator.lifecycle.step`;
+this module only reads the caches and carries out the decision:
+
+1. The status is written first — once, and only when it changed — as a merge patch
+   that carries the ``resourceVersion`` it was computed from. A decision made on a stale
+   copy of the job is refused (409) and made again, and failures are recorded before any
+   pod is deleted for them, so none is lost or counted twice.
+2. Then the ConfigMap, the Services and the missing pods are created. Names are
+   deterministic, so a pod created twice (the cache lagged, the operator restarted
+   mid-reconcile) is refused by the apiserver with 409 and never duplicated.
+3. Pods are deleted with a UID precondition, so a stale decision never deletes the pod
+   that replaced the one it meant.
+4. Events go out last, describing a status that is stored.
+
+The job cache may lag behind the status this reconciler just wrote; the reconciler
+remembers its own last write per job and uses it until the cache has caught up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from kubetrain.api import scheme, v1beta1, validation, wire
+from kubetrain.operator import conditions, lifecycle, naming, observed, render
+from kubetrain.operator.frameworks import framework as fw_contract
+from kubetrain.operator.frameworks import registry as fw_registry
+from kubetrain.operator.runtime import cache, client, events, informer, metrics
+from kubetrain.operator.runtime import reconcile as rec
+
+__all__ = ["MANAGER_NAME", "TrainingJobReconciler"]
+
+log = logging.getLogger(__name__)
+
+# runPolicy.managedBy: jobs naming another controller are left alone.
+MANAGER_NAME = "kubetrain.dev/operator"
+
+Obj = dict[str, Any]
+
+
+def _utcnow() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+class TrainingJobReconciler:
+    def __init__(
+        self,
+        api: client.Client,
+        *,
+        jobs: informer.Informer,
+        pods: informer.Informer,
+        services: informer.Informer,
+        config_maps: informer.Informer,
+        nodes: informer.Informer | None = None,
+        tombstones: cache.Tombstones | None = None,
+        frameworks: fw_registry.Registry | None = None,
+        recorder: events.Recorder | None = None,
+        clock: Callable[[], datetime.datetime] = _utcnow,
+    ) -> None:
+        self.api = api
+        self.jobs, self.pods, self.services, self.config_maps, self.nodes = (
+            jobs,
+            pods,
+            services,
+            config_maps,
+            nodes,
+        )
+        self.tombstones = tombstones
+        self.frameworks = frameworks or fw_registry.default()
+        self.recorder = recorder or events.Recorder(api, clock=clock)
+        self.clock = clock
+        # key -> (resourceVersion the write replaced, the object it produced)
+        self._written: dict[str, tuple[str, Obj]] = {}
+
+    async def reconcile(self, request: rec.Request) -> rec.Result:
+        obj = self._fetch(str(request))
+        if obj is None:
+            if self.tombstones is not None:
+                self.tombstones.forget(str(request))
+            return rec.Result()
+        if obj["metadata"].get("deletionTimestamp"):
+            return rec.Result()
+        return await self._reconcile(obj)
+
+    async def _reconcile(self, obj: Obj) -> rec.Result:
+        # A job that cannot be read or run fails once, with the reason.
+        job, fw, errors = self._decode(obj)
+        if job is None or fw is None:
+            await self._fail_invalid(obj, errors)
+            return rec.Result()
+        # Jobs another controller manages (a queue, a multi-cluster dispatcher) are not ours.
+        if job.spec.run_policy.managed_by not in (None, MANAGER_NAME):
+            return rec.Result()
+        # Decide, from the status and what the pods look like now.
+        decision = lifecycle.step(self._input(job, fw))
+        # Record the decision before acting on it.
+        stored = await self._write_status(obj, job, decision.status)
+        if stored is None:
+            return rec.Result(requeue_after=0.1)
+        # Create what is missing.
+        await self._create(attrs.evolve(job, status=decision.status), fw, decision.create)
+        # Delete what the step let go of.
+        await self._delete(job, decision.delete)
+        # Expire a finished job.
+        if decision.delete_job:
+            await self._delete_job(job)
+        # Tell users, now that the status they will read is stored.
+        await self._send(stored, decision.events)
+        # Count jobs created, finished and restarted.
+        _count(fw.name, job, decision.status)
+        return rec.Result(requeue_after=decision.requeue_after)
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def _fetch(self, key: str) -> Obj | None:
+        cached = self.jobs.store.get(key)
+        written = self._written.get(key)
+        if written is None:
+            return cached
+        replaced, ours = written
+        if cached is not None and cached["metadata"].get("resourceVersion") == replaced:
+            return ours  # the cache has not seen our last write yet
+        del self._written[key]
+        return cached
+
+    def _decode(
+        self, obj: Obj
+    ) -> tuple[v1beta1.TrainingJob | None, fw_contract.Framework | None, list[validation.FieldError]]:
+        try:
+            decoded = scheme.to_hub(scheme.decode(obj))
+            fw = self.frameworks.get(decoded.spec.framework.name)
+        except validation.ValidationError as e:
+            return None, None, list(e.errors)
+        except fw_registry.UnknownFrameworkError as e:
+            return None, None, [validation.FieldError(path=("spec", "framework", "name"), message=str(e))]
+        return decoded, fw, fw_contract.validate(fw, decoded)
+
+    def _input(self, job: v1beta1.TrainingJob, fw: fw_contract.Framework) -> lifecycle.Input:
+        key = f"{job.metadata.namespace}/{job.metadata.name}"
+        nodes = self.nodes.store if self.nodes is not None and self.nodes.synced.is_set() else None
+        pods = [
+            observed.Pod.of(p, node_exists=nodes is None or _node_exists(nodes, p))
+            for p in self.pods.store.by_index("owner", key)
+        ]
+        live = {p.uid for p in pods}
+        if self.tombstones is not None:
+            pods += [
+                observed.Pod.of(t, gone=True)
+                for t in self.tombstones.of(key)
+                if t["metadata"].get("uid") not in live
+            ]
+        return lifecycle.Input(
+            name=job.metadata.name or "",
+            generation=job.metadata.generation,
+            spec=job.spec,
+            status=job.status,
+            pods=tuple(pods),
+            defaults=lifecycle.Defaults.of(fw, job.spec),
+            now=self.clock(),
+        )
+
+    # --- writing ---------------------------------------------------------------------------
+
+    async def _write_status(
+        self, obj: Obj, job: v1beta1.TrainingJob, status: v1beta1.TrainingJobStatus
+    ) -> Obj | None:
+        """Store ``status`` if it changed; the stored object, or None if ``obj`` was stale."""
+        if status == job.status:
+            return obj
+        old, new = wire.unstructure(job.status), wire.unstructure(status)
+        meta = obj["metadata"]
+        patch = {
+            "metadata": {"resourceVersion": meta["resourceVersion"]},
+            "status": client.merge_patch_between(old, new),
+        }
+        try:
+            stored: Obj = await self.api.merge_patch(
+                client.TRAININGJOBS, meta["name"], patch, meta["namespace"], subresource="status"
+            )
+        except client.ApiError as e:
+            if e.conflict or e.not_found:
+                return None
+            raise
+        self._written[cache.key_of(obj)] = (meta["resourceVersion"], informer.strip_managed_fields(stored))
+        return stored
+
+    async def _fail_invalid(self, obj: Obj, errors: list[validation.FieldError]) -> None:
+        raw_conditions = (obj.get("status") or {}).get("conditions") or []
+        if any(c.get("type") == "Failed" and c.get("status") == "True" for c in raw_conditions):
+            return
+        message = "; ".join(str(e) for e in errors)[:4096]
+        status = v1beta1.TrainingJobStatus(
+            conditions=conditions.set_status(
+                (), v1beta1.ConditionType.FAILED, True, "InvalidSpec", message, self.clock()
+            ),
+            state=v1beta1.JobState.FAILED,
+            completion_time=self.clock(),
+        )
+        meta = obj["metadata"]
+        patch = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": wire.unstructure(status)}
+        try:
+            stored = await self.api.merge_patch(
+                client.TRAININGJOBS, meta["name"], patch, meta["namespace"], subresource="status"
+            )
+        except client.ApiError as e:
+            if e.conflict or e.not_found:
+                return
+            raise
+        await self.recorder.event(stored, "Warning", "InvalidSpec", message)
+
+    async def _create(
+        self, job: v1beta1.TrainingJob, fw: fw_contract.Framework, wanted: tuple[tuple[str, int], ...]
+    ) -> None:
+        if not wanted:
+            return
+        names = {naming.replica_name(job.metadata.name or "", key, i) for key, i in wanted}
+        objects = render.render(job, fw)
+        pods = [o for o in objects if o["kind"] == "Pod" and o["metadata"]["name"] in names]
+        shared = [
+            o
+            for o in objects
+            if o["kind"] != "Pod" and self._store_of(o["kind"]).get(cache.key_of(o)) is None
+        ]
+        # The ConfigMap and the Services first: a pod starting must find its peers' names.
+        await asyncio.gather(*(self._create_one(job, o) for o in shared))
+        await asyncio.gather(*(self._create_one(job, o) for o in pods))
+
+    def _store_of(self, kind: str) -> cache.Store:
+        return self.config_maps.store if kind == "ConfigMap" else self.services.store
+
+    async def _create_one(self, job: v1beta1.TrainingJob, obj: Obj) -> None:
+        resource = {"Pod": client.PODS, "Service": client.SERVICES, "ConfigMap": client.CONFIGMAPS}[
+            obj["kind"]
+        ]
+        try:
+            await self.api.create(resource, obj, obj["metadata"]["namespace"])
+        except client.ApiError as e:
+            if e.status == 409:  # AlreadyExists: made by an earlier reconcile; names are unique
+                return
+            await self.recorder.event(
+                scheme.encode(job),
+                "Warning",
+                "FailedCreate",
+                f"{obj['kind']} {obj['metadata']['name']}: {e.message}",
+            )
+            raise
+
+    async def _delete(self, job: v1beta1.TrainingJob, deletes: tuple[lifecycle.Delete, ...]) -> None:
+        async def one(d: lifecycle.Delete) -> None:
+            try:
+                await self.api.delete(
+                    client.PODS,
+                    d.pod,
+                    job.metadata.namespace,
+                    grace_period_seconds=0 if d.force else None,
+                    uid=d.uid or None,
+                )
+            except client.ApiError as e:
+                if not (e.not_found or e.conflict):  # gone already, or replaced by a newer pod
+                    raise
+
+        await asyncio.gather(*(one(d) for d in deletes))
+
+    async def _delete_job(self, job: v1beta1.TrainingJob) -> None:
+        try:
+            await self.api.delete(
+                client.TRAININGJOBS, job.metadata.name or "", job.metadata.namespace, uid=job.metadata.uid
+            )
+        except client.ApiError as e:
+            if not (e.not_found or e.conflict):
+                raise
+
+    async def _send(self, stored: Obj, sent: tuple[lifecycle.Event, ...]) -> None:
+        for e in sent:
+            await self.recorder.event(stored, e.type, e.reason, e.message)
+
+
+def _node_exists(nodes: cache.Store, pod: Obj) -> bool:
+    node = (pod.get("spec") or {}).get("nodeName")
+    return not node or nodes.get(node) is not None
+
+
+def _count(framework: str, job: v1beta1.TrainingJob, new: v1beta1.TrainingJobStatus) -> None:
+    old = job.status
+    labels = (framework, job.metadata.namespace or "")
+    for ctype, counter in (
+        (v1beta1.ConditionType.CREATED, metrics.JOBS_CREATED),
+        (v1beta1.ConditionType.SUCCEEDED, metrics.JOBS_SUCCEEDED),
+        (v1beta1.ConditionType.FAILED, metrics.JOBS_FAILED),
+    ):
+        if conditions.is_true(new.conditions, ctype) and not conditions.is_true(old.conditions, ctype):
+            counter.labels(*labels).inc()
+    restarted = new.restarts.total - old.restarts.total
+    if restarted > 0:
+        metrics.JOBS_RESTARTED.labels(*labels).inc(restarted)

@@ -1,0 +1,236 @@
+"""The failure semantics under random histories: hypothesis drives a simulated cluster.
+
+Each example is a random job (framework, restart policies, budgets, rules, scope,
+cleanup, deadline) and a random sequence of what happens to its pods — exits with any
+code, kubelet restarts, evictions, lost nodes, pods vanishing, time passing, suspend and
+resume — interleaved with reconciles. After every reconcile the invariants below must
+hold; :class:`~testkit.world.World` also fails if a pod name is ever created twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from testkit.builders import a_job
+from testkit.world import World
+
+from kubetrain.api import v1beta1
+from kubetrain.operator import conditions, lifecycle, observed
+from kubetrain.operator.frameworks import pytorch, tensorflow
+from kubetrain.operator.policies import budget
+
+S = v1beta1.JobState
+C = v1beta1.ConditionType
+FINAL = {S.SUCCEEDED, S.FAILED}
+EXIT_CODES = st.sampled_from([0, 0, 0, 1, 2, 42, 127, 128, 130, 137, 137, 143, 255])
+# Disruptions and suspensions act one time in RARELY, so that jobs also get to finish.
+RARELY = 4
+POLICIES = st.sampled_from(v1beta1.RestartPolicy)
+RULES = (
+    v1beta1.FailureRule(
+        name="oom", action=v1beta1.FailureAction.RESTART_UNCHARGED, on_reasons=("OOMKilled",)
+    ),
+    v1beta1.FailureRule(
+        name="sigterm",
+        action=v1beta1.FailureAction.RESTART,
+        on_exit_codes=v1beta1.ExitCodeMatch(ranges=(v1beta1.ExitCodeRange(min=143),)),
+        restart_scope=v1beta1.RestartScope.POD,
+    ),
+    v1beta1.FailureRule(
+        name="config", action=v1beta1.FailureAction.FAIL_JOB, on_exit_codes=v1beta1.ExitCodeMatch(values=(2,))
+    ),
+    v1beta1.FailureRule(
+        name="infra",
+        action=v1beta1.FailureAction.TOLERATE,
+        on_failure_class=v1beta1.FailureClass.INFRASTRUCTURE,
+        on_pod_conditions=("DisruptionTarget",),
+    ),
+)
+limits = st.none() | st.integers(0, 4)
+
+
+@st.composite
+def jobs(draw: st.DrawFn) -> tuple[v1beta1.TrainingJob, Any]:
+    torch = draw(st.booleans())
+    fw = pytorch.FRAMEWORK if torch else tensorflow.FRAMEWORK
+    b = a_job("j").framework(fw.name)
+    types = (
+        [("Master", 1), ("Worker", draw(st.integers(1, 3)))]
+        if torch
+        else [
+            ("Chief", 1),
+            ("Worker", draw(st.integers(0, 2))),
+            ("PS", draw(st.integers(0, 1))),
+        ]
+    )
+    for t, n in types:
+        b.replicas(t, n, restart_policy=draw(st.none() | POLICIES))
+    failure_policy = v1beta1.FailurePolicy(
+        rules=tuple(draw(st.lists(st.sampled_from(RULES), unique_by=lambda r: r.name, max_size=3))),
+        restart_scope=draw(st.none() | st.sampled_from(v1beta1.RestartScope)),
+        budgets=v1beta1.Budgets(infrastructure=v1beta1.Budget(limit=draw(limits))),
+        termination_deadline_seconds=draw(st.none() | st.integers(0, 90)),
+    )
+    run_policy = v1beta1.RunPolicy(
+        backoff_limit=draw(limits),
+        clean_pod_policy=draw(st.none() | st.sampled_from(v1beta1.CleanPodPolicy)),
+        active_deadline_seconds=draw(st.none() | st.integers(60, 3600)),
+        ttl_seconds_after_finished=draw(st.none() | st.integers(0, 600)),
+    )
+    return b.with_spec(failure_policy=failure_policy, run_policy=run_policy).build(), fw
+
+
+class LifecycleMachine(RuleBasedStateMachine):
+    world: World
+
+    @rule(data=st.data())
+    @precondition(lambda self: not hasattr(self, "world"))
+    def start(self, data: st.DataObject) -> None:
+        job, fw = data.draw(jobs())
+        self.world = World(job, fw, nodes=3)
+
+    def _ready(self) -> bool:
+        return hasattr(self, "world")
+
+    def _running_pods(self) -> list[observed.Pod]:
+        return sorted(
+            (p for p in self.world.pods.values() if p.phase == "Running" and p.deleted is None),
+            key=lambda p: p.name,
+        )
+
+    # --- what happens in the cluster -------------------------------------------------------
+
+    @precondition(_ready)
+    @rule()
+    def kubelets(self) -> None:
+        self.world.kubelets()
+
+    @precondition(_ready)
+    @rule(data=st.data(), code=EXIT_CODES, oom=st.booleans())
+    def exit(self, data: st.DataObject, code: int, oom: bool) -> None:
+        pods = self._running_pods()
+        if pods:
+            pod = data.draw(st.sampled_from(pods))
+            self.world.exit(pod.name, code, "OOMKilled" if oom and code == 137 else None)
+
+    @precondition(_ready)
+    @rule(data=st.data())
+    def evict(self, data: st.DataObject) -> None:
+        pods = self._running_pods()
+        if pods and _now_and_then(data):
+            self.world.evict(data.draw(st.sampled_from(pods)).name)
+
+    @precondition(_ready)
+    @rule(data=st.data())
+    def vanish(self, data: st.DataObject) -> None:
+        pods = sorted(self.world.pods.values(), key=lambda p: p.name)
+        if pods and _now_and_then(data):
+            self.world._remove(data.draw(st.sampled_from(pods)))
+
+    @precondition(lambda self: self._ready() and len(self.world.lost) < 2)
+    @rule(data=st.data(), node=st.sampled_from(["node-0", "node-1", "node-2"]))
+    def lose_node(self, data: st.DataObject, node: str) -> None:
+        if _now_and_then(data):
+            self.world.lose_node(node)
+
+    @precondition(_ready)
+    @rule(seconds=st.integers(1, 120))
+    def tick(self, seconds: int) -> None:
+        self.world.tick(seconds)
+
+    @precondition(_ready)
+    @rule(data=st.data())
+    def toggle_suspend(self, data: st.DataObject) -> None:
+        if not _now_and_then(data):
+            return
+        job = self.world.job
+        rp = attrs.evolve(job.spec.run_policy, suspend=not job.spec.run_policy.suspend)
+        self.world.job = attrs.evolve(job, spec=attrs.evolve(job.spec, run_policy=rp))
+
+    # --- the operator ----------------------------------------------------------------------
+
+    @precondition(_ready)
+    @rule()
+    def reconcile(self) -> None:
+        w = self.world
+        inp = w.input()
+        before = w.status
+        permanent = _permanent_exit_pending(inp)
+        decision = w.reconcile()
+        after = decision.status
+        assert lifecycle.step(inp) == decision, "the step is deterministic"
+        old, new = v1beta1.state_of(before.conditions), v1beta1.state_of(after.conditions)
+        assert old == new or (old, new) in lifecycle.TRANSITIONS, f"{old} -> {new} is not in the table"
+        if old in FINAL:
+            assert after.conditions == before.conditions, "a finished job stays as it finished"
+        assert not (
+            conditions.is_true(after.conditions, C.SUCCEEDED)
+            and conditions.is_true(after.conditions, C.FAILED)
+        )
+        for field in ("user_code", "infrastructure", "uncharged"):
+            assert getattr(after.restarts, field) >= getattr(before.restarts, field), f"{field} went down"
+        user = budget.budget_of(w.job.spec, v1beta1.FailureClass.USER_CODE).limit
+        infra = w.job.spec.failure_policy.budgets.infrastructure.limit
+        assert user is not None
+        assert after.restarts.user_code <= user + 1
+        assert infra is None or after.restarts.infrastructure <= infra + 1
+        new_records = after.failures[len(after.failures) - _failed_events(decision) :]
+        if _failed_events(decision) and all(
+            r.failure_class is v1beta1.FailureClass.INFRASTRUCTURE for r in new_records
+        ):
+            assert after.restarts.user_code == before.restarts.user_code, (
+                "infrastructure spent the user budget"
+            )
+        if permanent:
+            assert new in FINAL, f"a permanent exit code left the job {new}"
+
+    @invariant()
+    def attempts_never_go_back(self) -> None:
+        if not self._ready() or len(self.world.decisions) < 2:
+            return
+        a, b = self.world.decisions[-2].status, self.world.decisions[-1].status
+        for t, r in b.replica_statuses.items():
+            assert r.attempt >= a.replica_statuses[t].attempt
+
+
+def _now_and_then(data: st.DataObject) -> bool:
+    return data.draw(st.integers(0, RARELY - 1)) == 0
+
+
+def _failed_events(decision: lifecycle.Decision) -> int:
+    return sum(e.reason == "PodFailed" for e in decision.events)
+
+
+def _permanent_exit_pending(inp: lifecycle.Input) -> bool:
+    """A pod of the current attempt has just failed with 1-127 under ExitCode, and no rule applies."""
+    if inp.spec.failure_policy.rules or inp.spec.run_policy.suspend:
+        return False
+    if v1beta1.state_of(inp.status.conditions) in FINAL | {S.SUSPENDED, S.PENDING}:
+        return False
+    counted = {c.uid for c in inp.status.counted_failures}
+    keys = {k.lower(): k for k in inp.spec.replica_specs}
+    for p in inp.pods:
+        key = keys.get(p.replica_type)
+        if key is None or p.index >= inp.spec.replica_specs[key].replicas or p.gone or p.uid in counted:
+            continue
+        rs = inp.status.replica_statuses.get(key, v1beta1.ReplicaStatus())
+        policy = inp.spec.replica_specs[key].restart_policy or inp.defaults.restart_policy
+        code = p.exit_codes.get(inp.defaults.containers[key])
+        if (
+            p.attempt >= rs.attempt
+            and policy is v1beta1.RestartPolicy.EXIT_CODE
+            and p.phase == "Failed"
+            and p.disruption is None
+            and p.node_exists
+            and p.restarts == 0
+            and code is not None
+            and 1 <= code <= 127
+        ):
+            return True
+    return False
+
+
+TestLifecycle = LifecycleMachine.TestCase

@@ -1,0 +1,180 @@
+"""A tiny simulated cluster for the lifecycle: pods, nodes, kubelets and a clock.
+
+:class:`World` holds one job and plays everything around :func:`lifecycle.step`: it
+carries out a :class:`~kubetrain.operator.lifecycle.Decision` (creates pods Pending
+with the attempt their type's status names, deletes them with a grace period, force
+deletes them), runs the kubelets (pending pods start, deleted pods on live nodes go
+away, leaving a tombstone), and lets tests make things happen to pods: exit, be
+restarted in place by the kubelet, be evicted, lose their node. Unit tests drive it by
+hand; the property tests let hypothesis drive it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+
+import attrs
+
+from kubetrain.api import v1beta1
+from kubetrain.operator import lifecycle, naming, observed
+from kubetrain.operator.frameworks import framework as fw_contract
+
+T0 = datetime.datetime(2026, 11, 21, 12, 0, tzinfo=datetime.UTC)
+GRACE = datetime.timedelta(seconds=30)
+
+
+class World:
+    def __init__(self, job: v1beta1.TrainingJob, fw: fw_contract.Framework, nodes: int = 2) -> None:
+        self.job, self.fw = job, fw
+        self.status = job.status
+        self.now = T0
+        self.pods: dict[str, observed.Pod] = {}
+        self.tombstones: dict[str, observed.Pod] = {}
+        self.nodes = [f"node-{i}" for i in range(nodes)]
+        self.lost: set[str] = set()
+        self.deleted_job = False
+        self.decisions: list[lifecycle.Decision] = []
+        self._uids = itertools.count(1)
+        self._placement = itertools.cycle(self.nodes)
+
+    # --- the operator ----------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.job.metadata.name or ""
+
+    def input(self) -> lifecycle.Input:
+        live = {p.uid for p in self.pods.values()}
+        pods = [
+            attrs.evolve(p, node_exists=p.node not in self.lost or p.node is None) for p in self.pods.values()
+        ]
+        gone = [p for uid, p in self.tombstones.items() if uid not in live]
+        return lifecycle.Input(
+            name=self.name,
+            generation=self.job.metadata.generation,
+            spec=self.job.spec,
+            status=self.status,
+            pods=(*pods, *gone),
+            defaults=lifecycle.Defaults.of(self.fw, self.job.spec),
+            now=self.now,
+        )
+
+    def reconcile(self) -> lifecycle.Decision:
+        decision = lifecycle.step(self.input())
+        self.decisions.append(decision)
+        self.status = decision.status
+        for key, index in decision.create:
+            self._create(key, index)
+        for d in decision.delete:
+            self._delete(d)
+        self.deleted_job = self.deleted_job or decision.delete_job
+        return decision
+
+    def _create(self, key: str, index: int) -> None:
+        name = naming.replica_name(self.name, key, index)
+        assert name not in self.pods, f"{name} created twice"
+        self.pods[name] = observed.Pod(
+            name=name,
+            uid=f"uid-{next(self._uids)}",
+            replica_type=key.lower(),
+            index=index,
+            attempt=self.status.replica_statuses[key].attempt,
+            created=self.now,
+        )
+
+    def _delete(self, d: lifecycle.Delete) -> None:
+        pod = self.pods.get(d.pod)
+        if pod is None or pod.uid != d.uid:
+            return  # the apiserver: 404, or 409 on the UID precondition
+        if d.force:
+            self._remove(pod)
+        elif pod.deleted is None:
+            self.pods[d.pod] = attrs.evolve(pod, deleted=self.now + GRACE)
+
+    def _remove(self, pod: observed.Pod) -> None:
+        del self.pods[pod.name]
+        self.tombstones[pod.uid] = attrs.evolve(pod, gone=True)
+
+    # --- the cluster -----------------------------------------------------------------------
+
+    def kubelets(self) -> None:
+        """Pending pods start on a live node; deleted pods on live nodes go away."""
+        for pod in list(self.pods.values()):
+            node = pod.node
+            if node in self.lost:
+                continue
+            if pod.deleted is not None:
+                self._remove(pod)
+            elif pod.phase == "Pending":
+                node = next(n for n in self._placement if n not in self.lost)
+                self.pods[pod.name] = attrs.evolve(pod, phase="Running", ready=True, node=node)
+
+    def exit(self, name: str, code: int, reason: str | None = None) -> None:
+        """The pod's main container exits; the kubelet restarts it if the pod's policy says so."""
+        pod = self.pods[name]
+        container = lifecycle.Defaults.of(self.fw, self.job.spec).containers[self._key(pod)]
+        why = reason or ("Completed" if code == 0 else "Error")
+        if self._kubelet_restarts(pod, code):
+            self.pods[name] = attrs.evolve(
+                pod, restarts=pod.restarts + 1, exit_codes={container: code}, reasons=(why,)
+            )
+        else:
+            self.pods[name] = attrs.evolve(
+                pod,
+                phase="Succeeded" if code == 0 else "Failed",
+                ready=False,
+                exit_codes={container: code},
+                reasons=(why,),
+            )
+
+    def _key(self, pod: observed.Pod) -> str:
+        return next(k for k in self.job.spec.replica_specs if k.lower() == pod.replica_type)
+
+    def _kubelet_restarts(self, pod: observed.Pod, code: int) -> bool:
+        policy = self.job.spec.replica_specs[self._key(pod)].restart_policy or self.fw.restart_policy
+        return policy is v1beta1.RestartPolicy.ALWAYS or (
+            policy is v1beta1.RestartPolicy.ON_FAILURE and code != 0
+        )
+
+    def evict(self, name: str) -> None:
+        pod = self.pods[name]
+        self.pods[name] = attrs.evolve(
+            pod,
+            conditions=pod.conditions | {"DisruptionTarget"},
+            disruption="EvictionByEvictionAPI",
+            deleted=pod.deleted or self.now + GRACE,
+        )
+
+    def lose_node(self, node: str) -> None:
+        """The node's kubelet vanishes; its pods are marked and deleted, and stay Terminating."""
+        self.lost.add(node)
+        for pod in list(self.pods.values()):
+            if pod.node == node:
+                self.pods[pod.name] = attrs.evolve(
+                    pod,
+                    conditions=pod.conditions | {"DisruptionTarget"},
+                    disruption="DeletionByTaintManager",
+                    deleted=pod.deleted or self.now,
+                )
+
+    def tick(self, seconds: float) -> None:
+        self.now += datetime.timedelta(seconds=seconds)
+
+    # --- reading ---------------------------------------------------------------------------
+
+    @property
+    def state(self) -> v1beta1.JobState:
+        return v1beta1.state_of(self.status.conditions)
+
+    def pod(self, key: str, index: int) -> observed.Pod:
+        return self.pods[naming.replica_name(self.name, key, index)]
+
+    def settle(self, rounds: int = 8) -> None:
+        """Reconcile and run the kubelets until nothing changes (or ``rounds`` run out)."""
+        for _ in range(rounds):
+            before = (self.status, dict(self.pods))
+            self.reconcile()
+            self.kubelets()
+            if (self.status, self.pods) == before:
+                return
