@@ -1,6 +1,7 @@
 """End-to-end benchmark: N TrainingJobs from create to Running, against a plain-client lower bound.
 
     make bench-jobs       # or: python -P bench/jobs_bench.py [--jobs 500 --replicas 4 --nodes 24]
+    make bench-jobs BENCH_ARGS="--audit --json"     # see --help for the rest
 
 Starts the local control plane with kwok fake nodes (kube-scheduler binds pods, kwok makes
 them Running), installs the TrainingJob CRD, and runs two phases, each in its own
@@ -25,19 +26,24 @@ Events), and the delta is split by (verb, group, resource, subresource). The met
 user or client label, so requests are attributed by what they touch:
 
 - kube-scheduler: ``pods/binding`` creates and ``events.k8s.io`` Events;
-- kwok (the fake kubelet): ``pods/status`` and ``nodes``;
+- kwok (the fake kubelet): ``pods/status`` and ``nodes/status``;
 - the benchmark: its TrainingJob creates and its own list/watch, which it counts itself
   and subtracts exactly;
-- the operator: every other request on pods, services, configmaps, core/v1 Events and
-  TrainingJobs (status patches, finalizers, ...). Writes there can come only from the
-  operator in this cluster; reads (GET/LIST/WATCH) of pods could also come from another
-  component, so they are marked approximate. WATCH requests are counted by the apiserver
-  when they *end*: a watch opened in the window and still open is not in the delta.
+- the operator: every other *write* to pods, services, configmaps, core/v1 Events and
+  TrainingJobs (creates, status patches, ...): nothing else here writes those while jobs
+  start.
+- reads (GET/LIST/WATCH) of those resources, and of nodes, are shown as "operator?": they
+  may be the operator's, or a controller's — the garbage collector GETs owners and
+  dependents, for one — so the operator's figure is its writes, plus at most these reads.
+  WATCH requests are counted by the apiserver when they *end*: a watch still open is not
+  in the delta.
 - anything else (leases, non-resource URLs such as /metrics, ...) is "other".
 
-``--audit`` makes the attribution exact instead: the apiserver writes an audit log
-(metadata level), the operator and the benchmark connect as users of their own, and the
-control-plane components are told apart by user agent.
+``--audit`` makes the attribution exact: the apiserver writes an audit log (metadata
+level), the operator and the benchmark connect as users of their own, and the
+control-plane components are told apart by user agent. Both tables are then printed.
+Between phases the benchmark waits until the previous namespace is gone and the
+apiserver is quiet, so that its garbage collection does not spill into the next window.
 
 At the end of each operator phase the benchmark reads the operator's peak RSS (VmHWM) and
 CPU time (utime + stime) from /proc, and its reconcile count from its /metrics; it also
@@ -159,19 +165,20 @@ def request_totals(c: devcluster.Cluster) -> dict[tuple[str, str, str, str, str]
     return totals
 
 
-def attribute(verb: str, group: str, resource: str, subresource: str) -> tuple[str, bool]:
-    """(who, exact): who made requests like these in this cluster, and whether nobody else could have."""
+def attribute(verb: str, group: str, resource: str, subresource: str) -> str:
+    """Who, in this cluster, makes requests like these ("operator?": the operator or a controller)."""
+    read = verb in ("GET", "LIST", "WATCH")
     if group == "events.k8s.io":
-        return "scheduler", True
+        return "scheduler"
     if group == "" and resource == "pods" and subresource == "binding":
-        return "scheduler", True
-    if group == "" and (resource == "nodes" or (resource == "pods" and subresource == "status")):
-        return "kwok", True
-    if (group == "" and resource in ("pods", "services", "configmaps", "events")) or (
+        return "scheduler"
+    if group == "" and resource in ("nodes", "pods") and subresource == "status":
+        return "kwok"
+    if (group == "" and resource in ("pods", "services", "configmaps", "events", "nodes")) or (
         group == "training.kubetrain.dev" and resource == "trainingjobs"
     ):
-        return "operator", verb not in ("GET", "LIST", "WATCH")
-    return "other", True
+        return "operator?" if read else "operator" if resource != "nodes" else "other"
+    return "other"
 
 
 def request_rows(
@@ -194,11 +201,10 @@ def request_rows(
     for key, n in count.items():
         mine = min(float(own.get(key, 0)), n)
         if mine:
-            rows.append({"who": "benchmark", "exact": True, "key": key, "count": mine, "codes": {}})
+            rows.append({"who": "benchmark", "key": key, "count": mine, "codes": {}})
         if n - mine > 0:
-            who, exact = attribute(*key)
-            rows.append({"who": who, "exact": exact, "key": key, "count": n - mine, "codes": failed[key]})
-    order = {"operator": 0, "scheduler": 1, "kwok": 2, "benchmark": 3, "other": 4}
+            rows.append({"who": attribute(*key), "key": key, "count": n - mine, "codes": failed[key]})
+    order = {"operator": 0, "operator?": 1, "scheduler": 2, "kwok": 3, "benchmark": 4, "other": 5}
     rows.sort(key=lambda r: (order[r["who"]], -r["count"]))
     return rows
 
@@ -549,6 +555,36 @@ async def delete_namespace(kubeconfig: pathlib.Path, namespace: str, timeout: fl
     log(f"  warning: namespace {namespace} still has {len(pods['items'])} pods after {timeout:.0f}s")
 
 
+def wait_quiet(c: devcluster.Cluster, timeout: float, interval: float = 2.0) -> None:
+    """Wait until no request on an API resource reaches the apiserver for ``interval`` seconds.
+
+    Leases and endpoints are left out: the apiserver renews its own every few seconds.
+    """
+
+    def busy() -> float:
+        return sum(
+            n
+            for (_verb, _group, resource, _sub, _code), n in request_totals(c).items()
+            if resource not in ("", "leases", "endpoints")
+        )
+
+    deadline = time.monotonic() + timeout
+    last = busy()
+    while time.monotonic() < deadline:
+        time.sleep(interval)
+        now = busy()
+        if now == last:
+            return
+        last = now
+    log(f"  warning: the apiserver was still busy {timeout:.0f}s after the namespace was deleted")
+
+
+def clean(c: devcluster.Cluster, kubeconfig: pathlib.Path, namespace: str, timeout: float) -> None:
+    log(f"  deleting {namespace}")
+    asyncio.run(delete_namespace(kubeconfig, namespace, timeout))
+    wait_quiet(c, timeout=60)
+
+
 # --- phases ----------------------------------------------------------------------------------------
 
 
@@ -733,19 +769,18 @@ def request_table(rows: list[dict[str, Any]], jobs: int, finished: float | None)
     for r in rows:
         verb, group, resource, sub = r["key"]
         name = (f"{resource}.{group}" if group else resource) + (f"/{sub}" if sub else "") or "(non-resource)"
-        who = r["who"] + ("" if r["exact"] else "~")
+        who = r["who"]
         codes = " ".join(f"{code}x{n:.0f}" for code, n in sorted(r["codes"].items()))
         line = f"    {who:<10} {verb:<6} {name:<46} {r['count']:>7.0f} {r['count'] / jobs:>7.2f}  {codes}"
         out.append(line.rstrip())
-    ops = [r for r in rows if r["who"] == "operator"]
-    total = sum(r["count"] for r in ops)
-    writes = sum(r["count"] for r in ops if r["exact"])
+    writes = sum(r["count"] for r in rows if r["who"] == "operator")
+    reads = sum(r["count"] for r in rows if r["who"] == "operator?")
     out += [
-        f"  operator: {total / jobs:.2f} requests/job = {writes / jobs:.2f} writes + "
-        f"{(total - writes) / jobs:.2f} reads (~: approximate)",
-        "    (attributed by resource, as the metric has no client label: only the operator writes pods,",
-        "    services, configmaps, core Events and TrainingJob status here, but anyone may read them;",
-        "    a WATCH is counted when it ends, so watches still open are missing; --audit is exact)",
+        f"  operator: {writes / jobs:.2f} writes/job"
+        + (f" (+ at most {reads / jobs:.2f} reads/job, the operator?'s rows)" if reads else ""),
+        "    attributed by resource, as the metric has no client label: only the operator writes pods, services,",
+        "    configmaps, core Events and TrainingJobs here, but a controller may read them too; and a WATCH",
+        "    is counted when it ends, so watches still open are missing. --audit attributes exactly.",
     ]
     return out
 
@@ -842,8 +877,7 @@ def main(argv: list[str] | None = None) -> int:
             figures["plain"] = {}
             plain_phase(c, kubeconfigs["bench"], args, figures["plain"])
             if not args.skip_operator:
-                log(f"  deleting {PLAIN_NAMESPACE}")
-                asyncio.run(delete_namespace(kubeconfigs["bench"], PLAIN_NAMESPACE, args.timeout))
+                clean(c, kubeconfigs["bench"], PLAIN_NAMESPACE, args.timeout)
         if not args.skip_operator:
             limits = [(args.qps, args.burst, JOBS_NAMESPACE)]
             if args.also_default_limits:
@@ -851,8 +885,7 @@ def main(argv: list[str] | None = None) -> int:
             figures["operator_runs"] = []
             for i, (qps, burst, namespace) in enumerate(limits):
                 if i:
-                    log(f"  deleting {limits[i - 1][2]}")
-                    asyncio.run(delete_namespace(kubeconfigs["bench"], limits[i - 1][2], args.timeout))
+                    clean(c, kubeconfigs["bench"], limits[i - 1][2], args.timeout)
                 run: dict[str, Any] = {}
                 figures["operator_runs"].append(run)
                 operator_phase(c, workdir, kubeconfigs, namespace, qps, burst, args, audit_log, run)

@@ -94,7 +94,7 @@ class TrainingJobReconciler:
     async def _reconcile(self, obj: Obj) -> rec.Result:
         # A job that cannot be read or run fails once, with the reason.
         job, fw, errors = self._decode(obj)
-        if job is None or fw is None:
+        if job is None or fw is None or errors:
             await self._fail_invalid(obj, errors)
             return rec.Result()
         # Jobs another controller manages (a queue, a multi-cluster dispatcher) are not ours.

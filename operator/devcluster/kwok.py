@@ -26,7 +26,7 @@ from kubetrain.operator.devcluster import process
 if TYPE_CHECKING:
     from kubetrain.operator.devcluster.cluster import Cluster
 
-__all__ = ["EXIT_CODE", "REASON", "STAGES", "evict_pod", "finish_pod", "lose_node", "start"]
+__all__ = ["EXIT_CODE", "REASON", "STAGES", "evict_pod", "finish_pod", "lose_node", "restore_node", "start"]
 
 MANAGED = "kwok.x-k8s.io/node"
 EXIT_CODE = "kwok.kubetrain.dev/exit-code"
@@ -231,3 +231,8 @@ def lose_node(c: Cluster, node: str) -> None:
     """
     patch = {"spec": {"taints": [{"key": LOST_TAINT, "effect": "NoExecute"}]}}
     c.kubectl("patch", "node", node, "--type=merge", "-p", json.dumps(patch))
+
+
+def restore_node(c: Cluster, node: str) -> None:
+    """Undo :func:`lose_node`: the node takes pods again."""
+    c.kubectl("taint", "node", node, f"{LOST_TAINT}:NoExecute-", check=False)

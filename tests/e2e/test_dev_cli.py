@@ -101,7 +101,7 @@ def test_run_shows_a_sample_reconciled_by_the_operator(tmp_path: pathlib.Path) -
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in run.stdout], daemon=True).start()  # type: ignore[union-attr]
     wanted = {
-        "the operator saw it": lambda line: "TrainingJob default/pytorch-ddp observed" in line,
+        "the operator runs it": lambda line: line.split()[:3] == ["default", "pytorch-ddp", "Running"],
         "kubectl applied it": lambda line: "trainingjob.training.kubetrain.dev/pytorch-ddp created" in line,
         "the -w view shows it": lambda line: line.split()[:2] == ["default", "pytorch-ddp"],
     }

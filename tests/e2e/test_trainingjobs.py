@@ -1,0 +1,265 @@
+"""TrainingJobs end to end: the operator, a real control plane, pods on kwok nodes.
+
+One operator process serves the module (all namespaces); each test has its own
+namespace. Pods "run" on kwok nodes, and the tests make them exit, get evicted, or lose
+their node through the same APIs a kubelet or a drain would use.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from testkit import operator
+from testkit.jobs import (
+    condition,
+    create,
+    env_of,
+    events,
+    get_job,
+    pods,
+    running_pods,
+    sample,
+    status,
+    wait_state,
+)
+from testkit.kube import eventually
+
+from kubetrain.operator.devcluster import cluster as devcluster
+from kubetrain.operator.devcluster import kwok
+
+
+@pytest.fixture(scope="module", autouse=True)
+def running_operator(cluster: devcluster.Cluster) -> Iterator[None]:
+    op = operator.start(cluster)
+    yield
+    op.stop()
+
+
+# --- the happy paths -------------------------------------------------------------------------
+
+
+def test_tensorflow_runs_with_tf_config_and_succeeds_when_the_chief_does(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    name = create(cluster, namespace, sample("tensorflow-ps"))
+    running = running_pods(cluster, namespace, name, 5)
+    s = wait_state(cluster, namespace, name, "Running")
+    assert {t: r["active"] for t, r in s["replicaStatuses"].items()} == {"Chief": 1, "Worker": 2, "PS": 2}
+    tf = json.loads(env_of(running["tensorflow-ps-worker-1"])["TF_CONFIG"])
+    assert tf["task"] == {"type": "worker", "index": 1}
+    assert tf["cluster"]["ps"] == [f"tensorflow-ps-ps-{i}.{namespace}.svc:2222" for i in range(2)]
+    services = json.loads(cluster.kubectl("get", "services", "-n", namespace, "-o", "json").stdout)["items"]
+    assert sorted(x["metadata"]["name"] for x in services) == sorted(running)
+    for pod in running.values():
+        (owner,) = pod["metadata"]["ownerReferences"]
+        assert owner["kind"] == "TrainingJob"
+        assert owner["controller"] is True
+        assert pod["spec"]["hostname"] == pod["metadata"]["name"] == pod["spec"]["subdomain"]
+
+    kwok.finish_pod(cluster, namespace, "tensorflow-ps-chief-0", 0)
+    s = wait_state(cluster, namespace, name, "Succeeded")
+    assert condition(s, "Succeeded")["message"] == "Chief 0 succeeded"
+    assert s["completionTime"]
+    # cleanPodPolicy Running (default): the others are stopped; the chief is kept for its logs.
+    eventually(
+        "the running replicas to be cleaned up",
+        lambda: list(pods(cluster, namespace, name)) == ["tensorflow-ps-chief-0"],
+    )
+    reasons = [e["reason"] for e in events(cluster, namespace, name)]
+    assert {"TrainingJobCreated", "Running", "SuccessPolicyMet"} <= set(reasons)
+
+
+def test_pytorch_runs_with_master_env_and_fails_on_a_permanent_exit_code(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    job = sample("pytorch-ddp")
+    for spec in job["spec"]["replicaSpecs"].values():
+        spec["restartPolicy"] = "ExitCode"
+    name = create(cluster, namespace, job)
+    running = running_pods(cluster, namespace, name, 4)
+    env = env_of(running["pytorch-ddp-worker-2"])
+    assert env["MASTER_ADDR"] == f"pytorch-ddp-master-0.{namespace}.svc"
+    assert (env["WORLD_SIZE"], env["RANK"], env["PET_NNODES"], env["PET_NODE_RANK"]) == ("4", "3", "4", "3")
+    wait_state(cluster, namespace, name, "Running")
+
+    kwok.finish_pod(cluster, namespace, "pytorch-ddp-worker-1", 1)
+    s = wait_state(cluster, namespace, name, "Failed")
+    failed = condition(s, "Failed")
+    assert failed["reason"] == "PermanentExitCode"
+    assert "Worker 1 (pytorch-ddp-worker-1) failed: UserCode Error, exit code 1" in failed["message"]
+    assert "restarts" not in s
+    eventually(
+        "running pods to be stopped", lambda: list(pods(cluster, namespace, name)) == ["pytorch-ddp-worker-1"]
+    )
+
+
+# --- failures --------------------------------------------------------------------------------
+
+
+def test_a_retryable_exit_code_recreates_the_pod_and_counts_one_restart(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    name = create(cluster, namespace, sample("tensorflow-ps"))
+    before = running_pods(cluster, namespace, name, 5)
+    wait_state(cluster, namespace, name, "Running")
+    kwok.finish_pod(cluster, namespace, "tensorflow-ps-worker-0", 137, reason="OOMKilled")
+
+    def replaced() -> dict[str, Any] | None:
+        now = running_pods(cluster, namespace, name, 5)
+        old = before["tensorflow-ps-worker-0"]["metadata"]["uid"]
+        return now if now["tensorflow-ps-worker-0"]["metadata"]["uid"] != old else None
+
+    after = eventually("worker 0 to be replaced", replaced, timeout=60)
+    s = wait_state(cluster, namespace, name, "Running")
+    assert s["restarts"] == {"userCode": 1}
+    (record,) = s["failures"]
+    assert (record["pod"], record["exitCode"], record["class"], record["rule"], record["action"]) == (
+        "tensorflow-ps-worker-0",
+        137,
+        "UserCode",
+        "signalled",
+        "Restart",
+    )
+    restarting = condition(s, "Restarting")
+    assert (restarting["status"], restarting["reason"]) == ("False", "Restarted")
+    assert any(
+        e["reason"] == "Rule:signalled" and e["type"] == "Warning" for e in events(cluster, namespace, name)
+    )
+    # Only the failed pod was replaced (restartScope Pod).
+    for pod in ("tensorflow-ps-chief-0", "tensorflow-ps-worker-1", "tensorflow-ps-ps-0"):
+        assert after[pod]["metadata"]["uid"] == before[pod]["metadata"]["uid"]
+    assert (
+        after["tensorflow-ps-worker-0"]["metadata"]["labels"]["training.kubetrain.dev/restart-attempt"] == "0"
+    )
+
+
+def test_an_eviction_is_charged_to_the_infrastructure_budget_and_the_job_runs_on(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    name = create(cluster, namespace, sample("tensorflow-ps"))
+    running_pods(cluster, namespace, name, 5)
+    wait_state(cluster, namespace, name, "Running")
+    kwok.evict_pod(cluster, namespace, "tensorflow-ps-ps-1")
+    eventually("the eviction to be recorded", lambda: status(cluster, namespace, name).get("restarts"))
+    running_pods(cluster, namespace, name, 5)
+    s = wait_state(cluster, namespace, name, "Running")
+    assert s["restarts"] == {"infrastructure": 1}
+    assert s["failures"][0]["class"] == "Infrastructure"
+    assert s["failures"][0]["reason"] == "EvictionByEvictionAPI"
+
+
+def test_pods_on_a_lost_node_are_force_deleted_after_the_deadline_and_recreated(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    job = sample("tensorflow-ps", failurePolicy__terminationDeadlineSeconds=3)
+    name = create(cluster, namespace, job)
+    before = running_pods(cluster, namespace, name, 5)
+    wait_state(cluster, namespace, name, "Running")
+    node = before["tensorflow-ps-worker-0"]["spec"]["nodeName"]
+    lost = {n for n, p in before.items() if p["spec"]["nodeName"] == node}
+    kwok.lose_node(cluster, node)
+    try:
+        eventually(
+            "the lost pods to be Terminating",
+            lambda: all(
+                pods(cluster, namespace, name).get(n, {}).get("metadata", {}).get("deletionTimestamp")
+                for n in lost
+            ),
+            timeout=60,
+        )
+        after = running_pods(cluster, namespace, name, 5)
+    finally:
+        kwok.restore_node(cluster, node)
+    assert all(after[n]["spec"]["nodeName"] != node for n in lost)
+    assert all(after[n]["metadata"]["uid"] != before[n]["metadata"]["uid"] for n in lost)
+    s = wait_state(cluster, namespace, name, "Running")
+    assert s["restarts"] == {"infrastructure": len(lost)}
+    assert {f["reason"] for f in s["failures"]} == {"DeletionByTaintManager"}
+
+
+def test_the_active_deadline_fails_the_job(cluster: devcluster.Cluster, namespace: str) -> None:
+    name = create(cluster, namespace, sample("tensorflow-ps", runPolicy={"activeDeadlineSeconds": 3}))
+    s = wait_state(cluster, namespace, name, "Failed", timeout=30)
+    assert condition(s, "Failed")["reason"] == "DeadlineExceeded"
+    eventually("the pods to be stopped", lambda: not pods(cluster, namespace, name))
+
+
+def test_a_finished_job_and_its_children_are_gone_after_the_ttl(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    name = create(cluster, namespace, sample("tensorflow-ps", runPolicy={"ttlSecondsAfterFinished": 2}))
+    running_pods(cluster, namespace, name, 5)
+    kwok.finish_pod(cluster, namespace, "tensorflow-ps-chief-0", 0)
+    wait_state(cluster, namespace, name, "Succeeded")
+    eventually("the job to be deleted", lambda: get_job(cluster, namespace, name) is None, timeout=30)
+    eventually("its pods to be collected", lambda: not pods(cluster, namespace, name), timeout=60)
+    eventually(
+        "its services to be collected",
+        lambda: (
+            not json.loads(cluster.kubectl("get", "services", "-n", namespace, "-o", "json").stdout)["items"]
+        ),
+        timeout=60,
+    )
+
+
+def test_suspend_deletes_the_pods_and_resume_brings_them_back_for_free(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    name = create(cluster, namespace, sample("tensorflow-ps"))
+    running_pods(cluster, namespace, name, 5)
+    wait_state(cluster, namespace, name, "Running")
+
+    def suspend(value: bool) -> None:
+        patch = {"spec": {"runPolicy": {"suspend": value}}}
+        cluster.kubectl(
+            "patch",
+            "trainingjobs.v1beta1.training.kubetrain.dev",
+            name,
+            "-n",
+            namespace,
+            "--type=merge",
+            "-p",
+            json.dumps(patch),
+        )
+
+    suspend(True)
+    s = wait_state(cluster, namespace, name, "Suspended")
+    assert "startTime" not in s
+    eventually("the pods to be deleted", lambda: not pods(cluster, namespace, name))
+    suspend(False)
+    running = running_pods(cluster, namespace, name, 5)
+    s = wait_state(cluster, namespace, name, "Running")
+    assert s.get("restarts", {}) == {}
+    assert "failures" not in s
+    assert {p["metadata"]["labels"]["training.kubetrain.dev/restart-attempt"] for p in running.values()} == {
+        "1"
+    }
+    assert (condition(s, "Suspended")["status"], condition(s, "Suspended")["reason"]) == ("False", "Resumed")
+
+
+def test_a_job_scope_restart_replaces_every_pytorch_pod(cluster: devcluster.Cluster, namespace: str) -> None:
+    job = copy.deepcopy(sample("pytorch-ddp"))
+    for spec in job["spec"]["replicaSpecs"].values():
+        spec["restartPolicy"] = "ExitCode"
+    name = create(cluster, namespace, job)
+    before = running_pods(cluster, namespace, name, 4)
+    wait_state(cluster, namespace, name, "Running")
+    kwok.finish_pod(cluster, namespace, "pytorch-ddp-worker-0", 143)
+    after = eventually(
+        "a new world",
+        lambda: (
+            (now := running_pods(cluster, namespace, name, 4))
+            and all(now[n]["metadata"]["uid"] != before[n]["metadata"]["uid"] for n in before)
+            and now
+        ),
+        timeout=60,
+    )
+    assert {p["metadata"]["labels"]["training.kubetrain.dev/restart-attempt"] for p in after.values()} == {
+        "1"
+    }
+    s = wait_state(cluster, namespace, name, "Running")
+    assert s["restarts"] == {"userCode": 1}

@@ -1,0 +1,88 @@
+"""TrainingJobs on a cluster tier, as the tests see them through kubectl: create, read, wait."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import Any
+
+import yaml
+
+from kubetrain.operator.devcluster import cluster as devcluster
+from testkit.kube import eventually
+
+SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "samples" / "v1beta1"
+RESOURCE = "trainingjobs.v1beta1.training.kubetrain.dev"
+JOB = "training.kubetrain.dev/job-name"
+
+
+def sample(name: str, **changes: Any) -> dict[str, Any]:
+    job: dict[str, Any] = yaml.safe_load((SAMPLES / f"{name}.yaml").read_text())
+    spec = job["spec"]
+    for path, value in changes.items():
+        *parents, leaf = path.split("__")
+        node = spec
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = value
+    return job
+
+
+def create(c: devcluster.Cluster, namespace: str, job: dict[str, Any]) -> str:
+    c.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(job))
+    return str(job["metadata"]["name"])
+
+
+def get_job(c: devcluster.Cluster, namespace: str, name: str) -> dict[str, Any] | None:
+    r = c.kubectl(
+        "get", "trainingjobs.v1beta1.training.kubetrain.dev", name, "-n", namespace, "-o", "json", check=False
+    )
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def status(c: devcluster.Cluster, namespace: str, name: str) -> dict[str, Any]:
+    job = get_job(c, namespace, name)
+    return (job or {}).get("status", {})
+
+
+def pods(c: devcluster.Cluster, namespace: str, name: str) -> dict[str, dict[str, Any]]:
+    out = c.kubectl("get", "pods", "-n", namespace, "-l", f"{JOB}={name}", "-o", "json").stdout
+    return {p["metadata"]["name"]: p for p in json.loads(out)["items"]}
+
+
+def wait_state(
+    c: devcluster.Cluster, namespace: str, name: str, state: str, timeout: float = 60
+) -> dict[str, Any]:
+    return eventually(
+        f"{name} to be {state} (now {status(c, namespace, name).get('state')})",
+        lambda: (s := status(c, namespace, name)).get("state") == state and s,
+        timeout=timeout,
+    )
+
+
+def running_pods(c: devcluster.Cluster, namespace: str, name: str, count: int) -> dict[str, dict[str, Any]]:
+    def probe() -> dict[str, dict[str, Any]] | None:
+        got = pods(c, namespace, name)
+        up = {
+            n: p
+            for n, p in got.items()
+            if p.get("status", {}).get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+        }
+        return up if len(up) == count and len(got) == count else None
+
+    return eventually(f"{count} running pods of {name}", probe, timeout=60)
+
+
+def condition(s: dict[str, Any], ctype: str) -> dict[str, Any]:
+    return next(c for c in s.get("conditions", []) if c["type"] == ctype)
+
+
+def env_of(pod: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e.get("value", "") for e in pod["spec"]["containers"][0].get("env", [])}
+
+
+def events(c: devcluster.Cluster, namespace: str, name: str) -> list[dict[str, Any]]:
+    out = c.kubectl(
+        "get", "events", "-n", namespace, "--field-selector", f"involvedObject.name={name}", "-o", "json"
+    ).stdout
+    return list(json.loads(out)["items"])

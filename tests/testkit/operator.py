@@ -1,0 +1,49 @@
+"""The operator as the tests run it: ``kubetrain-operator`` in its own process.
+
+:func:`start` launches it against a cluster (optionally one namespace), waits until it
+is ready — caches synced — and returns the :class:`~process.Process`; its log is in the
+cluster's work directory and its tail is shown if it dies.
+"""
+
+from __future__ import annotations
+
+import sys
+import urllib.request
+import uuid
+
+from kubetrain.operator.devcluster import cluster as devcluster
+from kubetrain.operator.devcluster import process
+
+
+def start(c: devcluster.Cluster, namespace: str | None = None, timeout: float = 60) -> process.Process:
+    probes = process.free_port()
+    argv = [
+        sys.executable,
+        "-P",
+        "-m",
+        "kubetrain.operator",
+        f"--kubeconfig={c.kubeconfig}",
+        "--webhook-port=0",
+        "--metrics-bind-address=0",
+        f"--health-probe-bind-address=127.0.0.1:{probes}",
+        "--kube-api-qps=100",
+        "--kube-api-burst=200",
+        "--log-format=text",
+        "--log-level=info",
+    ]
+    if namespace:
+        argv.append(f"--namespace={namespace}")
+    op = process.Process(
+        "kubetrain-operator", argv, c.workdir / "logs" / f"operator-{uuid.uuid4().hex[:6]}.log"
+    )
+    op.start()
+    process.wait_until("the operator to be ready", lambda: _ready(probes), timeout=timeout, watch=[op])
+    return op
+
+
+def _ready(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
