@@ -99,25 +99,28 @@ def up(
         kubeconfig_path().unlink(missing_ok=True)
 
 
+def operator_argv(c: cluster.Cluster, *flags: str) -> list[str]:
+    """``kubetrain-operator`` for a local cluster, in this interpreter, with ``flags`` added."""
+    return [
+        sys.executable,
+        "-P",
+        "-m",
+        "kubetrain.operator",
+        f"--kubeconfig={c.kubeconfig}",
+        "--webhook-port=0",
+        f"--health-probe-bind-address=127.0.0.1:{process.free_port()}",
+        "--log-format=text",
+        *flags,
+    ]
+
+
 def _run_operator(
     c: cluster.Cluster, config_dir: pathlib.Path, samples: Sequence[pathlib.Path]
 ) -> dict[str, subprocess.Popen[bytes]]:
     """Install the CRD, start the operator and the watch, apply the samples."""
     c.install_crds(config_dir)
     print("installed the TrainingJob CRD", flush=True)
-    operator = process.popen(
-        [
-            sys.executable,
-            "-P",
-            "-m",
-            "kubetrain.operator",
-            f"--kubeconfig={c.kubeconfig}",
-            "--webhook-port=0",
-            f"--metrics-bind-address=127.0.0.1:{process.free_port()}",
-            f"--health-probe-bind-address=127.0.0.1:{process.free_port()}",
-            "--log-format=text",
-        ]
-    )
+    operator = process.popen(operator_argv(c, f"--metrics-bind-address=127.0.0.1:{process.free_port()}"))
     watch = process.popen([c.bins["kubectl"], f"--kubeconfig={c.kubeconfig}", "get", "tj", "-A", "-w"])
     for sample in samples:
         print(c.kubectl("apply", "-f", str(sample)).stdout.strip(), flush=True)

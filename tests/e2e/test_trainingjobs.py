@@ -7,7 +7,6 @@ their node through the same APIs a kubelet or a drain would use.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -21,6 +20,7 @@ from testkit.jobs import (
     events,
     get_job,
     pods,
+    run,
     running_pods,
     sample,
     status,
@@ -76,9 +76,7 @@ def test_tensorflow_runs_with_tf_config_and_succeeds_when_the_chief_does(
 def test_pytorch_runs_with_master_env_and_fails_on_a_permanent_exit_code(
     cluster: devcluster.Cluster, namespace: str
 ) -> None:
-    job = sample("pytorch-ddp")
-    for spec in job["spec"]["replicaSpecs"].values():
-        spec["restartPolicy"] = "ExitCode"
+    job = sample("pytorch-ddp", restart_policy="ExitCode")
     name = create(cluster, namespace, job)
     running = running_pods(cluster, namespace, name, 4)
     env = env_of(running["pytorch-ddp-worker-2"])
@@ -103,9 +101,8 @@ def test_pytorch_runs_with_master_env_and_fails_on_a_permanent_exit_code(
 def test_a_retryable_exit_code_recreates_the_pod_and_counts_one_restart(
     cluster: devcluster.Cluster, namespace: str
 ) -> None:
-    name = create(cluster, namespace, sample("tensorflow-ps"))
-    before = running_pods(cluster, namespace, name, 5)
-    wait_state(cluster, namespace, name, "Running")
+    name = "tensorflow-ps"
+    before = run(cluster, namespace, sample("tensorflow-ps"), 5)
     kwok.finish_pod(cluster, namespace, "tensorflow-ps-worker-0", 137, reason="OOMKilled")
 
     def replaced() -> dict[str, Any] | None:
@@ -140,9 +137,8 @@ def test_a_retryable_exit_code_recreates_the_pod_and_counts_one_restart(
 def test_an_eviction_is_charged_to_the_infrastructure_budget_and_the_job_runs_on(
     cluster: devcluster.Cluster, namespace: str
 ) -> None:
-    name = create(cluster, namespace, sample("tensorflow-ps"))
-    running_pods(cluster, namespace, name, 5)
-    wait_state(cluster, namespace, name, "Running")
+    name = "tensorflow-ps"
+    run(cluster, namespace, sample("tensorflow-ps"), 5)
     kwok.evict_pod(cluster, namespace, "tensorflow-ps-ps-1")
     eventually("the eviction to be recorded", lambda: status(cluster, namespace, name).get("restarts"))
     running_pods(cluster, namespace, name, 5)
@@ -209,9 +205,8 @@ def test_a_finished_job_and_its_children_are_gone_after_the_ttl(
 def test_suspend_deletes_the_pods_and_resume_brings_them_back_for_free(
     cluster: devcluster.Cluster, namespace: str
 ) -> None:
-    name = create(cluster, namespace, sample("tensorflow-ps"))
-    running_pods(cluster, namespace, name, 5)
-    wait_state(cluster, namespace, name, "Running")
+    name = "tensorflow-ps"
+    run(cluster, namespace, sample("tensorflow-ps"), 5)
 
     def suspend(value: bool) -> None:
         patch = {"spec": {"runPolicy": {"suspend": value}}}
@@ -242,9 +237,7 @@ def test_suspend_deletes_the_pods_and_resume_brings_them_back_for_free(
 
 
 def test_a_job_scope_restart_replaces_every_pytorch_pod(cluster: devcluster.Cluster, namespace: str) -> None:
-    job = copy.deepcopy(sample("pytorch-ddp"))
-    for spec in job["spec"]["replicaSpecs"].values():
-        spec["restartPolicy"] = "ExitCode"
+    job = sample("pytorch-ddp", restart_policy="ExitCode")
     name = create(cluster, namespace, job)
     before = running_pods(cluster, namespace, name, 4)
     wait_state(cluster, namespace, name, "Running")

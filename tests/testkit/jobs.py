@@ -16,9 +16,13 @@ RESOURCE = "trainingjobs.v1beta1.training.kubetrain.dev"
 JOB = "training.kubetrain.dev/job-name"
 
 
-def sample(name: str, **changes: Any) -> dict[str, Any]:
+def sample(name: str, restart_policy: str | None = None, **changes: Any) -> dict[str, Any]:
+    """A v1beta1 sample; ``a__b=v`` sets ``spec.a.b``, ``restart_policy`` every replica type's."""
     job: dict[str, Any] = yaml.safe_load((SAMPLES / f"{name}.yaml").read_text())
     spec = job["spec"]
+    if restart_policy is not None:
+        for replica_spec in spec["replicaSpecs"].values():
+            replica_spec["restartPolicy"] = restart_policy
     for path, value in changes.items():
         *parents, leaf = path.split("__")
         node = spec
@@ -86,3 +90,11 @@ def events(c: devcluster.Cluster, namespace: str, name: str) -> list[dict[str, A
         "get", "events", "-n", namespace, "--field-selector", f"involvedObject.name={name}", "-o", "json"
     ).stdout
     return list(json.loads(out)["items"])
+
+
+def run(c: devcluster.Cluster, namespace: str, job: dict[str, Any], count: int) -> dict[str, dict[str, Any]]:
+    """Create ``job`` and wait until its ``count`` pods run and it shows Running; its pods."""
+    name = create(c, namespace, job)
+    running = running_pods(c, namespace, name, count)
+    wait_state(c, namespace, name, "Running")
+    return running

@@ -7,32 +7,24 @@ cluster's work directory and its tail is shown if it dies.
 
 from __future__ import annotations
 
-import sys
 import urllib.request
 import uuid
 
 from kubetrain.operator.devcluster import cluster as devcluster
-from kubetrain.operator.devcluster import process
+from kubetrain.operator.devcluster import dev, process
 
 
 def start(c: devcluster.Cluster, namespace: str | None = None, timeout: float = 60) -> process.Process:
     probes = process.free_port()
-    argv = [
-        sys.executable,
-        "-P",
-        "-m",
-        "kubetrain.operator",
-        f"--kubeconfig={c.kubeconfig}",
-        "--webhook-port=0",
-        "--metrics-bind-address=0",
+    flags = [
         f"--health-probe-bind-address=127.0.0.1:{probes}",
+        "--metrics-bind-address=0",
         "--kube-api-qps=100",
         "--kube-api-burst=200",
-        "--log-format=text",
-        "--log-level=info",
     ]
     if namespace:
-        argv.append(f"--namespace={namespace}")
+        flags.append(f"--namespace={namespace}")
+    argv = dev.operator_argv(c, *flags)
     op = process.Process(
         "kubetrain-operator", argv, c.workdir / "logs" / f"operator-{uuid.uuid4().hex[:6]}.log"
     )

@@ -16,6 +16,12 @@ S = v1beta1.JobState
 EXIT_CODE = v1beta1.RestartPolicy.EXIT_CODE
 
 
+def running(w: World) -> World:
+    w.settle()
+    assert w.state is S.RUNNING
+    return w
+
+
 def tf_world(restart_policy: v1beta1.RestartPolicy = EXIT_CODE, **spec: object) -> World:
     job = (
         a_job("tj")
@@ -26,10 +32,7 @@ def tf_world(restart_policy: v1beta1.RestartPolicy = EXIT_CODE, **spec: object) 
         .with_spec(**spec)
         .build()
     )
-    w = World(job, tensorflow.FRAMEWORK)
-    w.settle()
-    assert w.state is S.RUNNING
-    return w
+    return running(World(job, tensorflow.FRAMEWORK))
 
 
 def torch_world(**spec: object) -> World:
@@ -41,10 +44,7 @@ def torch_world(**spec: object) -> World:
         .with_spec(**spec)
         .build()
     )
-    w = World(job, pytorch.FRAMEWORK)
-    w.settle()
-    assert w.state is S.RUNNING
-    return w
+    return running(World(job, pytorch.FRAMEWORK))
 
 
 def condition(w: World, ctype: v1beta1.ConditionType) -> v1beta1.Condition:
