@@ -12,7 +12,7 @@ from typing import Any
 
 from testkit.builders import a_job
 
-from kubetrain.api import scheme
+from kubetrain.api import scheme, v1beta1
 from kubetrain.operator import trainingjob_controller
 from kubetrain.operator.devcluster import cluster as devcluster
 from kubetrain.operator.runtime import cache, client, informer, reconcile
@@ -126,3 +126,30 @@ def test_a_job_its_framework_cannot_run_fails_with_the_reason(
     cluster: devcluster.Cluster, namespace: str
 ) -> None:
     asyncio.run(invalid(cluster, namespace))
+
+
+async def managed_elsewhere(c: devcluster.Cluster, namespace: str) -> None:
+    api = await client.Client.connect(str(c.kubeconfig))
+    caches = Caches(api, namespace)
+    job = (
+        a_job("queued")
+        .framework("tensorflow")
+        .namespace(namespace)
+        .replicas("Chief", 1)
+        .with_spec(run_policy=v1beta1.RunPolicy(managed_by="kueue.x-k8s.io/multikueue"))
+        .build()
+    )
+    created = await api.create(client.TRAININGJOBS, scheme.encode(job), namespace)
+    await caches.snapshot()
+    result = await caches.reconciler().reconcile(reconcile.Request(namespace, "queued"))
+    assert result == reconcile.Result()
+    stored: dict[str, Any] = await api.get(client.TRAININGJOBS, "queued", namespace)
+    assert stored["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    assert "status" not in stored
+    assert await pod_names(api, namespace) == []
+
+
+def test_a_job_managed_by_another_controller_is_left_alone(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    asyncio.run(managed_elsewhere(cluster, namespace))
