@@ -35,6 +35,7 @@ operator restarted) is never charged twice. Conditions change only along
 from __future__ import annotations
 
 import datetime
+import fnmatch
 from collections.abc import Mapping
 
 import attrs
@@ -92,6 +93,8 @@ class Defaults:
     restart_scope: v1beta1.RestartScope
     success: v1beta1.SuccessPolicy
     containers: Mapping[str, str]  # replica type -> name of its main container
+    # replica type -> the types whose pods must all be ready before it is created
+    start_after: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
 
     @classmethod
     def of(cls, fw: fw_contract.Framework, spec: v1beta1.TrainingJobSpec) -> Defaults:
@@ -104,7 +107,18 @@ class Defaults:
             restart_scope=fw.restart_scope,
             success=fw.success(spec),
             containers=containers,
+            start_after={
+                key: tuple(k for k in spec.replica_specs if _matches(k, after))
+                for key in spec.replica_specs
+                for name, after in fw.start_after.items()
+                if _matches(key, (name,))
+            },
         )
+
+
+def _matches(replica_type: str, patterns: tuple[str, ...]) -> bool:
+    """Whether a replica type matches any pattern (``fnmatch``, ignoring case: ``Worker*``)."""
+    return any(fnmatch.fnmatchcase(replica_type.lower(), p.lower()) for p in patterns)
 
 
 @attrs.frozen(kw_only=True)
@@ -408,7 +422,14 @@ class _Step:
             self.dues.append(due)
             return
         names = {p.name for p in live}
+        ready = {(self._key(p), p.index) for p in live if p.ready and p.deleted is None}
         for key, count in self.replicas.items():
+            if not all(
+                (t, i) in ready
+                for t in self.inp.defaults.start_after.get(key, ())
+                for i in range(self.replicas[t])
+            ):
+                continue  # its peers are not ready yet
             for i in range(count):
                 if naming.replica_name(self.inp.name, key, i) not in names:
                     self.creates.append((key, i))

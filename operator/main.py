@@ -18,7 +18,8 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from kubetrain.operator import trainingjob_controller
+from kubetrain.api import validation
+from kubetrain.operator import accelerators, trainingjob_controller
 from kubetrain.operator.runtime import cache, client, controller, logs, manager, tracing
 
 __all__ = ["main", "parser"]
@@ -42,6 +43,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--cert-dir", type=pathlib.Path, default=pathlib.Path("/tmp/k8s-webhook-server/serving-certs")
     )
+    p.add_argument(
+        "--accelerator-config",
+        type=pathlib.Path,
+        help="YAML: env and host volumes for containers requesting a resource (e.g. nvidia.com/gpu)",
+    )
     p.add_argument("--kube-api-qps", type=float, default=20.0)
     p.add_argument("--kube-api-burst", type=int, default=30)
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -49,7 +55,9 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def build(api: client.Client, args: argparse.Namespace) -> manager.Manager:
+def build(
+    api: client.Client, args: argparse.Namespace, accelerator_config: accelerators.Config | None = None
+) -> manager.Manager:
     mgr = manager.Manager(
         api,
         manager.Options(
@@ -79,6 +87,7 @@ def build(api: client.Client, args: argparse.Namespace) -> manager.Manager:
         config_maps=children[client.CONFIGMAPS],
         nodes=mgr.informer(client.NODES),
         tombstones=tombstones,
+        accelerator_config=accelerator_config,
     )
     owned = [controller.OwnedKind(i, "TrainingJob") for i in children.values()]
     mgr.add(
@@ -90,8 +99,10 @@ def build(api: client.Client, args: argparse.Namespace) -> manager.Manager:
 async def run(args: argparse.Namespace) -> int:
     logs.configure(args.log_level, args.log_format)
     provider = tracing.configure()
+    # Config files are read before anything starts, so a bad one stops the process at once.
+    accelerator_config = accelerators.load(args.accelerator_config) if args.accelerator_config else None
     api = await client.Client.connect(args.kubeconfig, qps=args.kube_api_qps, burst=args.kube_api_burst)
-    mgr = build(api, args)
+    mgr = build(api, args, accelerator_config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -112,7 +123,11 @@ async def run(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     # kr8s 0.20 has tested Kubernetes up to 1.35; warn in our logs, not on stderr, about newer ones.
     warnings.filterwarnings("ignore", message="Kubernetes version .* is not supported")
-    return asyncio.run(run(parser().parse_args(argv)))
+    try:
+        return asyncio.run(run(parser().parse_args(argv)))
+    except (validation.ValidationError, OSError) as e:  # bad flags or config files: say so, no traceback
+        print(f"kubetrain-operator: error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -13,9 +13,11 @@ __all__ = [
     "JOB_ROLE",
     "REPLICA_INDEX",
     "REPLICA_TYPE",
+    "config_map_name",
     "host",
     "labels",
     "replica_name",
+    "secret_name",
     "selector",
 ]
 
@@ -34,6 +36,10 @@ def replica_name(job: str, replica_type: str, index: int) -> str:
 
 def config_map_name(job: str) -> str:
     return f"{job}-config"
+
+
+def secret_name(job: str) -> str:
+    return f"{job}-ssh"
 
 
 def host(job: str, namespace: str, replica_type: str, index: int) -> str:

@@ -1,9 +1,15 @@
 """Every object of a TrainingJob, computed from the job alone.
 
 :func:`render` is pure: given a v1beta1 job and its framework it returns the
-ConfigMap (when the framework has files), one headless Service per replica (when the
-framework needs them) and one Pod per replica, as plain dictionaries ready for the
-apiserver. The reconciler creates exactly these; ``kubetrain render`` prints them.
+ConfigMap (when the framework has files), the Secret (when it has one), one headless
+Service per replica (when the framework needs them) and one Pod per replica, as plain
+dictionaries ready for the apiserver. The reconciler creates exactly these; ``kubetrain
+render`` prints them.
+
+The Secret is the one output that may differ between calls: an ssh key pair is random.
+Its name, ``{job}-ssh``, is fixed, and the reconciler creates it only when it is missing
+(AlreadyExists is success) and never updates it, so a job keeps the first key it was
+given and every pod, whenever it is created, mounts that one.
 
 Precedence: a variable that the user already set in the main container is kept, and
 the framework's value for it is not added — user intent wins and nothing is silently
@@ -13,6 +19,7 @@ labels are added on top because selectors depend on them.
 
 from __future__ import annotations
 
+import base64
 import copy
 from collections.abc import Mapping
 from typing import Any
@@ -21,10 +28,13 @@ from kubetrain.api import v1beta1, validation
 from kubetrain.operator import naming
 from kubetrain.operator.frameworks import framework as fw_contract
 
-__all__ = ["CONFIG_MOUNT", "owner_reference", "pod_restart_policy", "render"]
+__all__ = ["CONFIG_MOUNT", "SECRET_MODE", "owner_reference", "pod_restart_policy", "render"]
 
 CONFIG_MOUNT = "/etc/kubetrain"
 _CONFIG_VOLUME = "kubetrain-config"
+_SECRET_VOLUME = "kubetrain-secret"
+# Owner read and write only: ssh refuses a private key that others can read.
+SECRET_MODE = 0o600
 
 Object = dict[str, Any]
 
@@ -36,12 +46,15 @@ def render(job: v1beta1.TrainingJob, fw: fw_contract.Framework) -> list[Object]:
         raise validation.ValidationError(errors)
     world = fw_contract.World.of(job, fw)
     files = fw.files(world)
+    secret = fw.secret(world) if fw.secret is not None else {}
     objects: list[Object] = []
     if files:
         objects.append(_config_map(world, files))
+    if secret:
+        objects.append(_secret(world, secret))
     if fw.services:
         objects.extend(_service(world, fw, r) for r in world.replicas)
-    objects.extend(_pod(world, fw, r, has_files=bool(files)) for r in world.replicas)
+    objects.extend(_pod(world, fw, r, has_files=bool(files), has_secret=bool(secret)) for r in world.replicas)
     return objects
 
 
@@ -84,6 +97,16 @@ def _config_map(world: fw_contract.World, files: Mapping[str, str]) -> Object:
     }
 
 
+def _secret(world: fw_contract.World, data: Mapping[str, str]) -> Object:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": _metadata(world, naming.secret_name(world.name), {naming.JOB_NAME: world.name}),
+        "type": "Opaque",
+        "data": {k: base64.b64encode(v.encode()).decode("ascii") for k, v in data.items()},
+    }
+
+
 def _replica_labels(
     world: fw_contract.World, fw: fw_contract.Framework, r: fw_contract.Replica
 ) -> dict[str, str]:
@@ -109,7 +132,12 @@ def _service(world: fw_contract.World, fw: fw_contract.Framework, r: fw_contract
 
 
 def _pod(
-    world: fw_contract.World, fw: fw_contract.Framework, r: fw_contract.Replica, *, has_files: bool
+    world: fw_contract.World,
+    fw: fw_contract.Framework,
+    r: fw_contract.Replica,
+    *,
+    has_files: bool,
+    has_secret: bool,
 ) -> Object:
     template = copy.deepcopy(dict(r.spec.template))
     tmeta = template.get("metadata") or {}
@@ -127,10 +155,24 @@ def _pod(
     _add_port(container, fw.port_name, r.port)
     if has_files:
         spec.setdefault("volumes", []).append(
-            {"name": _CONFIG_VOLUME, "configMap": {"name": naming.config_map_name(world.name)}}
+            # Executable, for scripts such as Horovod's discover_hosts.sh; read-only for everyone.
+            {
+                "name": _CONFIG_VOLUME,
+                "configMap": {"name": naming.config_map_name(world.name), "defaultMode": 0o555},
+            }
         )
         container.setdefault("volumeMounts", []).append(
             {"name": _CONFIG_VOLUME, "mountPath": CONFIG_MOUNT, "readOnly": True}
+        )
+    if has_secret:
+        spec.setdefault("volumes", []).append(
+            {
+                "name": _SECRET_VOLUME,
+                "secret": {"secretName": naming.secret_name(world.name), "defaultMode": SECRET_MODE},
+            }
+        )
+        container.setdefault("volumeMounts", []).append(
+            {"name": _SECRET_VOLUME, "mountPath": fw.secret_mount, "readOnly": True}
         )
     return {
         "apiVersion": "v1",

@@ -31,7 +31,7 @@ from typing import Any
 import attrs
 
 from kubetrain.api import scheme, v1beta1, validation, wire
-from kubetrain.operator import conditions, lifecycle, naming, observed, render
+from kubetrain.operator import accelerators, conditions, lifecycle, naming, observed, render
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.frameworks import registry as fw_registry
 from kubetrain.operator.runtime import cache, client, events, informer, metrics
@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 MANAGER_NAME = "kubetrain.dev/operator"
 
 Obj = dict[str, Any]
+_RESOURCES = {r.kind: r for r in (client.PODS, client.SERVICES, client.CONFIGMAPS, client.SECRETS)}
 
 
 def _utcnow() -> datetime.datetime:
@@ -64,6 +65,7 @@ class TrainingJobReconciler:
         tombstones: cache.Tombstones | None = None,
         frameworks: fw_registry.Registry | None = None,
         recorder: events.Recorder | None = None,
+        accelerator_config: accelerators.Config | None = None,
         clock: Callable[[], datetime.datetime] = _utcnow,
     ) -> None:
         self.api = api
@@ -77,6 +79,7 @@ class TrainingJobReconciler:
         self.tombstones = tombstones
         self.frameworks = frameworks or fw_registry.default()
         self.recorder = recorder or events.Recorder(api, clock=clock)
+        self.accelerators = accelerator_config or {}
         self.clock = clock
         # key -> (resourceVersion the write replaced, the object it produced)
         self._written: dict[str, tuple[str, Obj]] = {}
@@ -225,22 +228,22 @@ class TrainingJobReconciler:
         names = {naming.replica_name(job.metadata.name or "", key, i) for key, i in wanted}
         objects = render.render(job, fw)
         pods = [o for o in objects if o["kind"] == "Pod" and o["metadata"]["name"] in names]
-        shared = [
-            o
-            for o in objects
-            if o["kind"] != "Pod" and self._store_of(o["kind"]).get(cache.key_of(o)) is None
-        ]
-        # The ConfigMap and the Services first: a pod starting must find its peers' names.
+        for pod in pods:
+            accelerators.apply(pod, self.accelerators)
+        shared = [o for o in objects if o["kind"] != "Pod" and not self._cached(o)]
+        # The ConfigMap, the Secret and the Services first: a starting pod needs its peers' names.
         await asyncio.gather(*(self._create_one(job, o) for o in shared))
         await asyncio.gather(*(self._create_one(job, o) for o in pods))
 
-    def _store_of(self, kind: str) -> cache.Store:
-        return self.config_maps.store if kind == "ConfigMap" else self.services.store
+    def _cached(self, obj: Obj) -> bool:
+        # Secrets are not watched (their data is none of the operator's business once made):
+        # creating one that exists is refused with 409, which keeps the job's first key.
+        stores = {"ConfigMap": self.config_maps.store, "Service": self.services.store}
+        store = stores.get(obj["kind"])
+        return store is not None and store.get(cache.key_of(obj)) is not None
 
     async def _create_one(self, job: v1beta1.TrainingJob, obj: Obj) -> None:
-        resource = {"Pod": client.PODS, "Service": client.SERVICES, "ConfigMap": client.CONFIGMAPS}[
-            obj["kind"]
-        ]
+        resource = _RESOURCES[obj["kind"]]
         try:
             await self.api.create(resource, obj, obj["metadata"]["namespace"])
         except client.ApiError as e:

@@ -3,8 +3,9 @@
 A :class:`Framework` is a frozen value: the replica types it accepts (with their
 counts), its main container, port and defaults, and three pure functions — the env of
 one replica, the files shared by the job (an MPI hostfile, say), and any extra
-validation. The generic reconciler and :mod:`kubetrain.operator.render` need nothing
-else to run a framework. Plugins see the job through a :class:`World`: every replica
+validation — and, optionally, the data of a per-job Secret (an ssh key pair). The
+generic reconciler and :mod:`kubetrain.operator.render` need nothing else to run a
+framework. Plugins see the job through a :class:`World`: every replica
 with its stable host name and port, in the framework's order.
 """
 
@@ -115,6 +116,15 @@ class Framework:
     files: Callable[[World], Mapping[str, str]] = _no_files
     extra_rules: Callable[[v1beta1.TrainingJob], Iterable[validation.FieldError]] = _no_rules
     services: bool = True
+    # Replica types created only once every pod of the listed types is ready (an MPI launcher
+    # waits for its workers), e.g. {"Launcher": ("Worker",)}; names match ignoring case, and may be
+    # fnmatch patterns ("Worker*" for every worker set).
+    start_after: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    # The data (file name -> text) of one Secret per job, mounted read-only with mode 0600 at
+    # ``secret_mount`` in every pod's main container — an ssh key pair, say. It may be random:
+    # the reconciler creates it only when missing and never updates it, so a job keeps its first.
+    secret: Callable[[World], Mapping[str, str]] | None = None
+    secret_mount: str = "/root/.ssh"
 
     def type_of(self, key: str) -> ReplicaType | None:
         return next((t for t in self.replica_types if t.name.lower() == key.lower()), None)

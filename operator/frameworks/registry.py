@@ -16,12 +16,34 @@ import functools
 from collections.abc import Iterable
 from importlib import metadata
 
-from kubetrain.operator.frameworks import framework, pytorch, tensorflow
+from kubetrain.operator.frameworks import (
+    caffe2,
+    framework,
+    generic,
+    jax,
+    mpi,
+    mxnet,
+    paddle,
+    pytorch,
+    tensorflow,
+    xgboost,
+)
 
 __all__ = ["ENTRY_POINT_GROUP", "Registry", "UnknownFrameworkError", "default"]
 
 ENTRY_POINT_GROUP = "kubetrain.frameworks"
-BUILTINS = (tensorflow.FRAMEWORK, pytorch.FRAMEWORK)
+BUILTINS = (
+    tensorflow.FRAMEWORK,
+    pytorch.FRAMEWORK,
+    mxnet.FRAMEWORK,
+    caffe2.FRAMEWORK,
+    mpi.FRAMEWORK,
+    mpi.CHAINER,
+    jax.FRAMEWORK,
+    xgboost.FRAMEWORK,
+    paddle.FRAMEWORK,
+    generic.FRAMEWORK,
+)
 
 
 class UnknownFrameworkError(LookupError):

@@ -30,6 +30,7 @@ __all__ = [
     "LEASES",
     "NODES",
     "PODS",
+    "SECRETS",
     "SERVICES",
     "TRAININGJOBS",
     "ApiError",
@@ -77,6 +78,7 @@ class Resource:
 PODS = Resource("", "v1", "pods", "Pod")
 SERVICES = Resource("", "v1", "services", "Service")
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
+SECRETS = Resource("", "v1", "secrets", "Secret")
 EVENTS = Resource("", "v1", "events", "Event")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)

@@ -366,3 +366,15 @@ def test_the_state_diagram_lists_every_transition() -> None:
     assert text.startswith("stateDiagram-v2\n")
     for a, b in lifecycle.TRANSITIONS:
         assert f"    {a.value} --> {b.value}\n" in text
+
+
+def test_a_gated_replica_type_starts_only_once_its_peers_are_ready() -> None:
+    launcher_last = attrs.evolve(pytorch.FRAMEWORK, start_after={"master": ("Worker",)})
+    job = a_job("pt").framework("pytorch").replicas("Master", 1).replicas("Worker", 2).build()
+    w = World(job, launcher_last)
+    assert sorted(w.reconcile().create) == [("Worker", 0), ("Worker", 1)]
+    assert w.reconcile().create == (), "the workers exist but are not ready yet"
+    w.kubelets()
+    assert w.reconcile().create == (("Master", 0),)
+    w.settle()
+    assert w.state is S.RUNNING

@@ -1,5 +1,6 @@
-"""The objects a job owns: names, labels, owners, DNS, restart policies, ports."""
+"""The objects a job owns: names, labels, owners, DNS, restart policies, ports, the Secret."""
 
+import base64
 from typing import Any
 
 import attrs
@@ -159,3 +160,37 @@ def test_a_single_container_need_not_be_named_after_the_framework() -> None:
     job = a_job("tj").replicas("Worker", 1, tmpl=template(container("trainer"))).build()
     pod = by_kind(render.render(job, pytorch.FRAMEWORK), "Pod")["tj-worker-0"]
     assert any(e["name"] == "RANK" for e in pod["spec"]["containers"][0]["env"])
+
+
+def test_a_framework_without_a_secret_renders_none_and_mounts_nothing() -> None:
+    objects = render.render(
+        a_job("tj").replicas("Master", 1).replicas("Worker", 1).build(), pytorch.FRAMEWORK
+    )
+    assert by_kind(objects, "Secret") == {}
+    for pod in by_kind(objects, "Pod").values():
+        assert "volumes" not in pod["spec"]
+        assert "volumeMounts" not in pod["spec"]["containers"][0]
+
+
+def test_a_framework_secret_is_one_owned_secret_mounted_read_only_in_every_main_container() -> None:
+    fw = attrs.evolve(
+        pytorch.FRAMEWORK, secret=lambda world: {"token": f"for {world.name}"}, secret_mount="/var/run/peer"
+    )
+    tmpl = template(container("pytorch"), container("sidecar"))
+    job = a_job("tj").uid("u-1").replicas("Master", 1).replicas("Worker", 1, tmpl=tmpl).build()
+    objects = render.render(job, fw)
+    (secret,) = by_kind(objects, "Secret").values()
+    assert secret["metadata"]["name"] == naming.secret_name("tj") == "tj-ssh"
+    assert secret["metadata"]["labels"] == {naming.JOB_NAME: "tj"}
+    assert secret["metadata"]["ownerReferences"][0]["uid"] == "u-1"
+    assert secret["type"] == "Opaque"
+    assert secret["data"] == {"token": base64.b64encode(b"for tj").decode()}
+    for pod in by_kind(objects, "Pod").values():
+        assert pod["spec"]["volumes"] == [
+            {"name": "kubetrain-secret", "secret": {"secretName": "tj-ssh", "defaultMode": 0o600}}
+        ]
+        main, *others = pod["spec"]["containers"]
+        assert main["volumeMounts"] == [
+            {"name": "kubetrain-secret", "mountPath": "/var/run/peer", "readOnly": True}
+        ]
+        assert all("volumeMounts" not in c for c in others)

@@ -1,0 +1,142 @@
+"""Caffe2: data-parallel Workers (shards) that meet through a rendezvous backend.
+
+Every replica is a ``Worker``, as in the Caffe2Job operator. Each main container
+(``caffe2``) gets:
+
+- ``SHARD_ID`` (its index), ``NUM_SHARDS`` (the Workers) and ``RUN_ID``: ``spec.runtimeId``,
+  else the job's UID, else its name — one id shared by every shard of the run;
+- per backend (``framework.caffe2.backend.type``):
+
+  - ``none``: nothing more; one Worker only;
+  - ``redis``: ``REDIS_HOST`` and ``REDIS_PORT`` (``redisPort``, default 6379), the
+    external store of Caffe2's ``RedisStoreHandler``;
+  - ``nfs``: ``NFS_PATH``, the shared directory of Caffe2's ``FileStoreHandler``;
+  - ``gloo``: Worker 0 is the rendezvous, reached the way ``torch.distributed`` (where
+    Caffe2 and gloo live now) expects it: ``MASTER_ADDR`` and ``MASTER_PORT`` (Worker 0's
+    Service and port), ``WORLD_SIZE`` (= ``NUM_SHARDS``) and ``RANK`` (= ``SHARD_ID``);
+
+- ``CAFFE2_CONFIG``, the seed operator's JSON with the backend, shard and run added::
+
+      {"cluster": {"worker": ["j-worker-0.ns.svc:2222", ...]},
+       "task": {"type": "worker", "index": 0},
+       "backend": {"type": "gloo", "masterAddr": "j-worker-0.ns.svc", "masterPort": 2222},
+       "shard": {"id": 0, "count": 2},
+       "runId": "..."}
+
+  (``backend`` carries ``redisHost``/``redisPort`` for redis and ``nfsPath`` for nfs).
+
+Without a backend, one Worker uses ``none`` and more use ``gloo``: the seed defaulted to
+redis, which cannot work without a host. The API already requires ``redisHost`` for redis
+and ``nfsPath`` for nfs; this module adds the rule that needs the replica count: ``none``
+runs a single Worker.
+
+Port 2222 (``caffe2-port``). Success: every Worker succeeds. Restarts: ``ExitCode`` with
+scope ``Job``: the shards all-reduce every step, and a rendezvous is one-shot, so a lone
+restarted shard can neither rejoin nor let the others continue; a user bug (exit code
+1-127) fails the job at once. A restart keeps ``RUN_ID``, so keys a redis or NFS store
+kept from the failed attempt must be cleared by the program (or use a new
+``runtimeId``).
+"""
+
+import json
+from collections.abc import Iterator, Mapping
+
+from kubetrain.api import v1beta1, validation
+from kubetrain.operator.frameworks import framework
+
+__all__ = ["DEFAULT_REDIS_PORT", "FRAMEWORK", "backend", "caffe2_config", "run_id"]
+
+WORKER = "Worker"
+DEFAULT_REDIS_PORT = 6379
+_TYPE_PATH = ("spec", "framework", "caffe2", "backend", "type")
+
+
+def backend(spec: v1beta1.TrainingJobSpec) -> v1beta1.Caffe2Backend:
+    """The job's backend, or the default: ``none`` for one Worker, ``gloo`` for more."""
+    options = spec.framework.caffe2 or v1beta1.Caffe2Options()
+    if options.backend is not None:
+        return options.backend
+    shards = sum(s.replicas for k, s in spec.replica_specs.items() if k.lower() == WORKER.lower())
+    kind = v1beta1.Caffe2BackendType.NONE if shards <= 1 else v1beta1.Caffe2BackendType.GLOO
+    return v1beta1.Caffe2Backend(type=kind)
+
+
+def run_id(job: v1beta1.TrainingJob) -> str:
+    return job.spec.runtime_id or job.metadata.uid or job.metadata.name or ""
+
+
+def _backend_fields(world: framework.World, chosen: v1beta1.Caffe2Backend) -> dict[str, object]:
+    match chosen.type:
+        case v1beta1.Caffe2BackendType.REDIS:
+            return {"redisHost": chosen.redis_host, "redisPort": chosen.redis_port or DEFAULT_REDIS_PORT}
+        case v1beta1.Caffe2BackendType.NFS:
+            return {"nfsPath": chosen.nfs_path}
+        case v1beta1.Caffe2BackendType.GLOO:
+            master = world.first(WORKER)
+            assert master is not None, "validation guarantees a Worker"
+            return {"masterAddr": master.host, "masterPort": master.port}
+        case _:
+            return {}
+
+
+def caffe2_config(world: framework.World, replica: framework.Replica) -> dict[str, object]:
+    chosen = backend(world.job.spec)
+    return {
+        "cluster": {"worker": [f"{r.host}:{r.port}" for r in world.of_type(WORKER)]},
+        "task": {"type": replica.type.lower(), "index": replica.index},
+        "backend": {"type": chosen.type.value, **_backend_fields(world, chosen)},
+        "shard": {"id": replica.index, "count": len(world.of_type(WORKER))},
+        "runId": run_id(world.job),
+    }
+
+
+def _env(world: framework.World, replica: framework.Replica) -> Mapping[str, str]:
+    shards = str(len(world.of_type(WORKER)))
+    env = {"SHARD_ID": str(replica.index), "NUM_SHARDS": shards, "RUN_ID": run_id(world.job)}
+    chosen = backend(world.job.spec)
+    fields = _backend_fields(world, chosen)
+    match chosen.type:
+        case v1beta1.Caffe2BackendType.REDIS:
+            env.update({"REDIS_HOST": str(fields["redisHost"]), "REDIS_PORT": str(fields["redisPort"])})
+        case v1beta1.Caffe2BackendType.NFS:
+            env["NFS_PATH"] = str(fields["nfsPath"])
+        case v1beta1.Caffe2BackendType.GLOO:
+            env.update(
+                {
+                    "MASTER_ADDR": str(fields["masterAddr"]),
+                    "MASTER_PORT": str(fields["masterPort"]),
+                    "WORLD_SIZE": shards,
+                    "RANK": str(replica.index),
+                }
+            )
+    env["CAFFE2_CONFIG"] = json.dumps(caffe2_config(world, replica), separators=(",", ":"))
+    return env
+
+
+def _success(spec: v1beta1.TrainingJobSpec) -> v1beta1.SuccessPolicy:
+    worker = next((k for k in spec.replica_specs if k.lower() == WORKER.lower()), WORKER)
+    return v1beta1.SuccessPolicy(targets=(v1beta1.SuccessTarget(replica_type=worker),))
+
+
+def _rules(job: v1beta1.TrainingJob) -> Iterator[validation.FieldError]:
+    shards = sum(s.replicas for k, s in job.spec.replica_specs.items() if k.lower() == WORKER.lower())
+    if backend(job.spec).type is v1beta1.Caffe2BackendType.NONE and shards > 1:
+        yield validation.FieldError(
+            path=_TYPE_PATH,
+            message=f"the none backend runs a single Worker, not {shards}; use redis, nfs or gloo",
+        )
+
+
+FRAMEWORK = framework.Framework(
+    name="caffe2",
+    replica_types=(framework.ReplicaType(name=WORKER, min_replicas=1),),
+    container="caffe2",
+    port=2222,
+    port_name="caffe2-port",
+    restart_policy=v1beta1.RestartPolicy.EXIT_CODE,
+    # Shards all-reduce every step and meet once: one lost shard stops the whole run.
+    restart_scope=v1beta1.RestartScope.JOB,
+    success=_success,
+    env=_env,
+    extra_rules=_rules,
+)
