@@ -11,6 +11,7 @@ with its stable host name and port, in the framework's order.
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -36,10 +37,13 @@ Env = Mapping[str, str]
 class ReplicaType:
     """A replica type a framework accepts; matched to the job's keys ignoring case."""
 
-    name: str
-    min_replicas: int = 0
-    max_replicas: int | None = None
+    name: str  # may be an fnmatch pattern: "Worker*" admits every worker set (WorkerGpu, ...)
+    min_replicas: int = 0  # in total, over every type the name matches
+    max_replicas: int | None = None  # per type
     master: bool = False
+
+    def matches(self, key: str) -> bool:
+        return fnmatch.fnmatchcase(key.lower(), self.name.lower())
 
 
 @attrs.frozen(kw_only=True)
@@ -127,12 +131,16 @@ class Framework:
     secret_mount: str = "/root/.ssh"
 
     def type_of(self, key: str) -> ReplicaType | None:
-        return next((t for t in self.replica_types if t.name.lower() == key.lower()), None)
+        return next((t for t in self.replica_types if t.matches(key)), None)
 
     def order(self, keys: Iterable[str]) -> list[str]:
         """The job's replica types in this framework's order (unknown ones last)."""
-        rank = {t.name.lower(): i for i, t in enumerate(self.replica_types)}
-        return sorted(keys, key=lambda k: (rank.get(k.lower(), len(rank)), k))
+
+        def rank(key: str) -> int:
+            rt = self.type_of(key)
+            return self.replica_types.index(rt) if rt is not None else len(self.replica_types)
+
+        return sorted(keys, key=lambda k: (rank(k), k))
 
 
 def main_container(template: Mapping[str, Any], name: str) -> dict[str, Any] | None:
@@ -182,9 +190,8 @@ def _replica_errors(fw: Framework, job: v1beta1.TrainingJob) -> Iterator[validat
                 path=(*path, "template", "spec", "containers"),
                 message=f"name one container {fw.container!r}, or keep a single container",
             )
-    present = {k.lower(): s.replicas for k, s in specs.items()}
     for rt in fw.replica_types:
-        if rt.min_replicas and present.get(rt.name.lower(), 0) < rt.min_replicas:
+        if rt.min_replicas and sum(s.replicas for k, s in specs.items() if rt.matches(k)) < rt.min_replicas:
             yield validation.FieldError(
                 path=("spec", "replicaSpecs"), message=f"{fw.name} needs at least {rt.min_replicas} {rt.name}"
             )

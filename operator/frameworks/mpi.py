@@ -238,21 +238,6 @@ def _option_errors(flavour: _Flavour, job: v1beta1.TrainingJob) -> Iterator[vali
 
 
 def _chainer_rules(job: v1beta1.TrainingJob) -> Iterator[validation.FieldError]:
-    # chainer declares no replica types (worker sets have free names), so it checks them here.
-    specs = job.spec.replica_specs
-    path = ("spec", "replicaSpecs")
-    for key, spec in specs.items():
-        if key.lower() == "master":
-            if spec.replicas > 1:
-                yield validation.FieldError(
-                    path=(*path, key, "replicas"), message="chainer allows at most 1 Master"
-                )
-        elif not _is_worker(key):
-            yield validation.FieldError(
-                path=(*path, key), message=f"chainer has no replica type {key} (allowed: Master, Worker*)"
-            )
-    if not any(k.lower() == "master" and s.replicas == 1 for k, s in specs.items()):
-        yield validation.FieldError(path=path, message="chainer needs at least 1 Master")
     yield from _option_errors(_CHAINER, job)
 
 
@@ -277,8 +262,11 @@ FRAMEWORK = framework.Framework(
 
 CHAINER = framework.Framework(
     name=_CHAINER.name,
-    # Any type: the worker sets' names are the user's; _chainer_rules admits Master and Worker*.
-    replica_types=(),
+    # Worker sets are named by the user: WorkerGpu, WorkerCpu, ...
+    replica_types=(
+        framework.ReplicaType(name="Master", min_replicas=1, max_replicas=1, master=True),
+        framework.ReplicaType(name="Worker*"),
+    ),
     container=_CHAINER.container,
     port=SSH_PORT,
     port_name="ssh",
@@ -288,8 +276,6 @@ CHAINER = framework.Framework(
     env=functools.partial(_env, _CHAINER),
     files=functools.partial(_files, _CHAINER),
     extra_rules=_chainer_rules,
-    # start_after names types exactly (ignoring case): "Worker" covers the usual single set;
-    # "Worker*" states the intent for every set, once the lifecycle matches patterns.
-    start_after={"Master": ("Worker", "Worker*")},
+    start_after={"Master": ("Worker*",)},
     secret=ssh_files,
 )

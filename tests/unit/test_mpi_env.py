@@ -406,3 +406,11 @@ def test_samples_decode_validate_and_render(sample: str, fw: framework.Framework
     assert job.spec.framework.name == fw.name
     assert framework.validate(fw, job) == []
     assert files(job, fw)["hostfile"] == hostfile
+
+
+def test_the_chainer_master_is_labelled_the_master_and_comes_first() -> None:
+    pods = [o for o in render.render(chainer_job(), mpi.CHAINER) if o["kind"] == "Pod"]
+    roles = [(p["metadata"]["name"], p["metadata"]["labels"][naming.JOB_ROLE]) for p in pods]
+    assert roles[0][1] == "master"
+    assert roles[0][0].endswith("-master-0")
+    assert {role for _, role in roles[1:]} == {"worker"}
