@@ -113,11 +113,6 @@ def _env(world: framework.World, replica: framework.Replica) -> Mapping[str, str
     return env
 
 
-def _success(spec: v1beta1.TrainingJobSpec) -> v1beta1.SuccessPolicy:
-    worker = next((k for k in spec.replica_specs if k.lower() == WORKER.lower()), WORKER)
-    return v1beta1.SuccessPolicy(targets=(v1beta1.SuccessTarget(replica_type=worker),))
-
-
 def _rules(job: v1beta1.TrainingJob) -> Iterator[validation.FieldError]:
     shards = sum(s.replicas for k, s in job.spec.replica_specs.items() if k.lower() == WORKER.lower())
     if backend(job.spec).type is v1beta1.Caffe2BackendType.NONE and shards > 1:
@@ -136,7 +131,7 @@ FRAMEWORK = framework.Framework(
     restart_policy=v1beta1.RestartPolicy.EXIT_CODE,
     # Shards all-reduce every step and meet once: one lost shard stops the whole run.
     restart_scope=v1beta1.RestartScope.JOB,
-    success=_success,
+    success=framework.every(WORKER),
     env=_env,
     extra_rules=_rules,
 )

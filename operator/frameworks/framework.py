@@ -25,6 +25,8 @@ __all__ = [
     "Replica",
     "ReplicaType",
     "World",
+    "every",
+    "first",
     "gpus_requested",
     "main_container",
     "validate",
@@ -141,6 +143,24 @@ class Framework:
             return self.replica_types.index(rt) if rt is not None else len(self.replica_types)
 
         return sorted(keys, key=lambda k: (rank(k), k))
+
+
+def every(replica_type: str) -> Callable[[v1beta1.TrainingJobSpec], v1beta1.SuccessPolicy]:
+    """A success rule: every replica of ``replica_type`` (as the job spells it) succeeds."""
+    return lambda spec: v1beta1.SuccessPolicy(
+        targets=(v1beta1.SuccessTarget(replica_type=_spelled(spec, replica_type)),)
+    )
+
+
+def first(replica_type: str) -> Callable[[v1beta1.TrainingJobSpec], v1beta1.SuccessPolicy]:
+    """A success rule: replica 0 of ``replica_type`` succeeds."""
+    return lambda spec: v1beta1.SuccessPolicy(
+        targets=(v1beta1.SuccessTarget(replica_type=_spelled(spec, replica_type), index=0),)
+    )
+
+
+def _spelled(spec: v1beta1.TrainingJobSpec, replica_type: str) -> str:
+    return next((k for k in spec.replica_specs if k.lower() == replica_type.lower()), replica_type)
 
 
 def main_container(template: Mapping[str, Any], name: str) -> dict[str, Any] | None:

@@ -43,11 +43,6 @@ def _env(world: framework.World, replica: framework.Replica) -> Mapping[str, str
     }
 
 
-def _success(spec: v1beta1.TrainingJobSpec) -> v1beta1.SuccessPolicy:
-    worker = next((k for k in spec.replica_specs if k.lower() == WORKER.lower()), WORKER)
-    return v1beta1.SuccessPolicy(targets=(v1beta1.SuccessTarget(replica_type=worker),))
-
-
 FRAMEWORK = framework.Framework(
     name="jax",
     replica_types=(framework.ReplicaType(name=WORKER, min_replicas=1),),
@@ -57,6 +52,6 @@ FRAMEWORK = framework.Framework(
     restart_policy=v1beta1.RestartPolicy.EXIT_CODE,
     # One dead process hangs every collective of the others.
     restart_scope=v1beta1.RestartScope.JOB,
-    success=_success,
+    success=framework.every(WORKER),
     env=_env,
 )

@@ -95,11 +95,6 @@ def _env(world: framework.World, replica: framework.Replica) -> Mapping[str, str
     return env
 
 
-def _success(spec: v1beta1.TrainingJobSpec) -> v1beta1.SuccessPolicy:
-    worker = next((k for k in spec.replica_specs if k.lower() == WORKER.lower()), WORKER)
-    return v1beta1.SuccessPolicy(targets=(v1beta1.SuccessTarget(replica_type=worker),))
-
-
 def _rules(job: v1beta1.TrainingJob) -> Iterator[validation.FieldError]:
     chosen = mode(job.spec)
     if chosen not in MODES:
@@ -144,7 +139,7 @@ FRAMEWORK = framework.Framework(
     restart_policy=v1beta1.RestartPolicy.EXIT_CODE,
     # Servers keep the model; a recreated worker or server rejoins under its old name.
     restart_scope=v1beta1.RestartScope.POD,
-    success=_success,
+    success=framework.every(WORKER),
     env=_env,
     extra_rules=_rules,
 )

@@ -61,11 +61,6 @@ def _env(world: framework.World, replica: framework.Replica) -> Mapping[str, str
     return env
 
 
-def _success(spec: v1beta1.TrainingJobSpec) -> v1beta1.SuccessPolicy:
-    worker = next((k for k in spec.replica_specs if k.lower() == WORKER.lower()), WORKER)
-    return v1beta1.SuccessPolicy(targets=(v1beta1.SuccessTarget(replica_type=worker),))
-
-
 FRAMEWORK = framework.Framework(
     name="paddle",
     replica_types=(
@@ -78,6 +73,6 @@ FRAMEWORK = framework.Framework(
     restart_policy=v1beta1.RestartPolicy.EXIT_CODE,
     # Collectives hang when one rank dies, and the rendezvous runs once per launch.
     restart_scope=v1beta1.RestartScope.JOB,
-    success=_success,
+    success=framework.every(WORKER),
     env=_env,
 )

@@ -61,11 +61,6 @@ def _env(world: framework.World, replica: framework.Replica) -> Mapping[str, str
     return env
 
 
-def _success(spec: v1beta1.TrainingJobSpec) -> v1beta1.SuccessPolicy:
-    master = next((k for k in spec.replica_specs if k.lower() == MASTER.lower()), MASTER)
-    return v1beta1.SuccessPolicy(targets=(v1beta1.SuccessTarget(replica_type=master, index=0),))
-
-
 FRAMEWORK = framework.Framework(
     name="xgboost",
     replica_types=(
@@ -78,6 +73,6 @@ FRAMEWORK = framework.Framework(
     restart_policy=v1beta1.RestartPolicy.EXIT_CODE,
     # rabit's all-reduce hangs when one member dies; restart every member together.
     restart_scope=v1beta1.RestartScope.JOB,
-    success=_success,
+    success=framework.first(MASTER),
     env=_env,
 )
