@@ -47,15 +47,36 @@ BIN_PATH = KUBETRAIN_BIN_PATH="$$(paste -sd: .control-plane-path)"
 unit: install ## unit and property tests only (no cluster)
 	$(BIN)/pytest tests/unit tests/property
 
+# The realcode tier runs real torch, jax, tensorflow and Open MPI: pyproject's `realcode` extra,
+# and these Debian packages (mpirun and mpicc; ssh and sshd between the MPI launcher and workers).
+REALCODE_APT := openmpi-bin libopenmpi-dev openssh-client openssh-server
+
+$(VENV)/.realcode-deps: $(VENV)/.deps pyproject.toml
+	$(BIN)/pip install --quiet --progress-bar off -e '.[test,realcode]' --config-settings editable_mode=strict
+	touch $@
+
+.PHONY: realcode-deps
+realcode-deps: $(VENV)/.realcode-deps ## install the realcode tier's frameworks (pip) and Open MPI and ssh (apt, as root)
+	@missing="$$(for p in $(REALCODE_APT); do \
+	  [ "$$(dpkg-query -W -f '$${db:Status-Status}' "$$p" 2> /dev/null)" = installed ] || echo "$$p"; done | xargs)"; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then echo "realcode-deps: as root, apt-get install $$missing" >&2; exit 1; fi; \
+	echo "apt-get install $$missing"; \
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing > /dev/null
+
+.PHONY: realcode
+realcode: install realcode-deps ## the realcode tier only: real framework processes at kubetrain's rendezvous
+	$(BIN)/pytest tests/realcode
+
 .PHONY: integration
 integration: install control-plane ## the cluster tiers only (integration and e2e)
 	$(BIN_PATH) $(BIN)/pytest tests/integration tests/e2e
 
 .PHONY: test
-test: lint control-plane ## everything CI runs: lint, types, and every test tier
+test: lint control-plane realcode-deps ## everything CI runs: lint, types, and every test tier
 	$(BIN)/kubetrain manifests --check
 	@# Cluster tiers last: their session-wide control planes then start only when needed.
-	$(BIN_PATH) $(BIN)/pytest --hypothesis-show-statistics $(PYTEST_ARGS) tests/unit tests/property tests/integration tests/e2e
+	$(BIN_PATH) $(BIN)/pytest --hypothesis-show-statistics $(PYTEST_ARGS) tests/unit tests/property tests/realcode tests/integration tests/e2e
 
 .PHONY: bench
 bench: install control-plane ## runtime benchmark: 10,000 pods, cache sync, RSS, no-op reconcile rate

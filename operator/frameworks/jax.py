@@ -10,6 +10,10 @@ gets them under both the names of Kubeflow Trainer v2 and those of Kubeflow's v1
   ``NUM_PROCESSES``, ``PROCESS_ID``: the same values, as JAXJob v1 spelled them;
 - ``PYTHONUNBUFFERED=1``, so logs arrive while the job runs.
 
+JAX 0.10's ``jax.distributed.initialize()`` reads only ``JAX_COORDINATOR_ADDRESS`` by
+itself; the program passes ``num_processes`` and ``process_id`` from the env (checked by
+the realcode tier, which runs exactly that).
+
 Port 6666 (``jaxjob-port``), on which Worker 0's coordinator listens. Success: every
 Worker succeeds (as JAXJob). Restarts: ``ExitCode`` with scope ``Job``: JAX collectives
 hang when one process dies and a lone replacement cannot join a running coordinator, so

@@ -6,7 +6,10 @@ The main container (``tensorflow``) of every replica gets ``TF_CONFIG``::
      "task": {"type": "worker", "index": 0},
      "environment": "cloud"}
 
-Cluster keys are the lower-case replica types. The evaluator is not a member of the
+Cluster keys are the lower-case replica types, except that a ``Master`` (the TfJob name)
+is the ``chief``: TensorFlow 2's distribution strategies refuse a ``master`` task (only
+TF1 Estimators, removed in TF 2.16, knew it) — found by running TensorFlow's own
+cluster resolver and MultiWorkerMirroredStrategy on this env. The evaluator is not a member of the
 training cluster, so it appears only in its own ``task``. ``environment`` is "cloud"
 unless ``framework.tensorflow.environment`` says otherwise, because old Estimators
 require it. Without a success policy, the chief (or master) decides the job's success,
@@ -19,20 +22,26 @@ from collections.abc import Iterator, Mapping
 from kubetrain.api import v1beta1, validation
 from kubetrain.operator.frameworks import framework
 
-__all__ = ["FRAMEWORK", "tf_config"]
+__all__ = ["FRAMEWORK", "task_type", "tf_config"]
 
 EVALUATOR = "Evaluator"
+
+
+def task_type(replica_type: str) -> str:
+    """The TF_CONFIG task type of a replica type."""
+    lower = replica_type.lower()
+    return "chief" if lower == "master" else lower
 
 
 def tf_config(world: framework.World, replica: framework.Replica) -> dict[str, object]:
     cluster: dict[str, list[str]] = {}
     for r in world.replicas:
         if r.type.lower() != EVALUATOR.lower():
-            cluster.setdefault(r.type.lower(), []).append(f"{r.host}:{r.port}")
+            cluster.setdefault(task_type(r.type), []).append(f"{r.host}:{r.port}")
     options = world.job.spec.framework.tensorflow or v1beta1.TensorFlowOptions()
     return {
         "cluster": cluster,
-        "task": {"type": replica.type.lower(), "index": replica.index},
+        "task": {"type": task_type(replica.type), "index": replica.index},
         "environment": options.environment,
     }
 

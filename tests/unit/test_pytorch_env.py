@@ -74,6 +74,7 @@ def test_elastic_rendezvous() -> None:
     assert env["PET_RDZV_ID"] == "1234"
     assert env["PET_RDZV_CONF"] == "timeout=900"
     assert env["PET_MAX_RESTARTS"] == "3"
+    assert "PET_NODE_RANK" not in env, "the rendezvous assigns node ranks"
 
 
 def test_a_whole_job_restart_is_the_default_scope() -> None:

@@ -32,7 +32,7 @@ def test_master_worker_ps_cluster_and_task() -> None:
     config = json.loads(env_of(pods(job)["mnist-worker-1"])["TF_CONFIG"])
     assert config == {
         "cluster": {
-            "master": ["mnist-master-0.ml.svc:2222"],
+            "chief": ["mnist-master-0.ml.svc:2222"],
             "worker": ["mnist-worker-0.ml.svc:2222", "mnist-worker-1.ml.svc:2222"],
             "ps": ["mnist-ps-0.ml.svc:2222"],
         },
