@@ -2,16 +2,18 @@
 
 ``kubetrain render FILE`` prints every object the operator would create for the
 TrainingJob(s) in FILE (either API version; ``-`` reads standard input) — no cluster
-needed. ``kubetrain manifests`` regenerates the CRD from the API types, and the state diagram
-from the lifecycle's transition table; with
-``--check`` it only reports whether the checked-in files are current. ``kubetrain dev
-up|down|kubeconfig`` runs a local control plane (see ``devcluster.dev``). Bad input is
+needed. ``kubetrain manifests`` regenerates the CRD from the API types, and the state
+diagram from the lifecycle's transition table; with ``--check`` it only reports whether
+the checked-in files are current. ``kubetrain migrate-storage`` rewrites every stored
+TrainingJob as v1beta1 (see ``migration``). ``kubetrain dev up|down|kubeconfig`` runs a
+local control plane (see ``devcluster.dev``). Bad input is
 reported as ``error: path: message`` lines and exit status 1, never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import pathlib
 import sys
 from collections.abc import Sequence
@@ -20,9 +22,10 @@ from typing import Any, TextIO
 import yaml
 
 from kubetrain.api import crd, scheme, validation
-from kubetrain.operator import lifecycle, render
+from kubetrain.operator import lifecycle, migration, render
 from kubetrain.operator.devcluster import binaries, cluster, dev
 from kubetrain.operator.frameworks import registry
+from kubetrain.operator.runtime import client
 
 __all__ = ["main"]
 
@@ -37,6 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         yaml.YAMLError,
         OSError,
         binaries.BinariesNotFoundError,
+        client.ApiError,
     ) as e:
         for line in str(e).splitlines():
             print(f"error: {line}", file=sys.stderr)
@@ -55,6 +59,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--root", default=".", help="the repository root (default: .)")
     p.add_argument("--check", action="store_true", help="only fail if the checked-in CRD is stale")
     p.set_defaults(run=_manifests)
+
+    p = sub.add_parser(
+        "migrate-storage",
+        help="rewrite every stored TrainingJob as v1beta1, then drop v1alpha1 from storedVersions",
+    )
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
+    p.set_defaults(run=_migrate_storage)
 
     p = sub.add_parser(
         "dev", help="a local control plane (etcd, kube-apiserver, kwok nodes) for trying kubetrain"
@@ -104,6 +115,18 @@ def _render(args: argparse.Namespace) -> int:
 
 def _dump(objects: list[dict[str, Any]], out: TextIO) -> None:
     yaml.safe_dump_all(objects, out, sort_keys=False, width=120)
+
+
+def _migrate_storage(args: argparse.Namespace) -> int:
+    async def run() -> migration.Report:
+        return await migration.migrate(await client.Client.connect(args.kubeconfig))
+
+    report = asyncio.run(run())
+    print(
+        f"{report.objects} TrainingJob(s) read, {report.rewritten} rewritten as {migration.STORAGE_VERSION}; "
+        f"storedVersions is now [{migration.STORAGE_VERSION}]"
+    )
+    return 0
 
 
 def _manifests(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Sequence
 
 from kubetrain.api import validation
-from kubetrain.operator import accelerators, trainingjob_controller
+from kubetrain.operator import accelerators, trainingjob_controller, webhooks
 from kubetrain.operator.runtime import cache, client, controller, logs, manager, tracing
 
 __all__ = ["main", "parser"]
@@ -48,6 +48,19 @@ def parser() -> argparse.ArgumentParser:
         type=pathlib.Path,
         help="YAML: env and host volumes for containers requesting a resource (e.g. nvidia.com/gpu)",
     )
+    p.add_argument(
+        "--webhook-self-signed",
+        action="store_true",
+        help="no cert-manager: make a CA and serving certificate in --cert-dir and inject the CA",
+    )
+    p.add_argument(
+        "--webhook-host",
+        action="append",
+        default=[],
+        help="a DNS name or IP for the self-signed serving certificate (repeatable; "
+        "default: the webhook Service's names in --leader-election-namespace)",
+    )
+    p.add_argument("--webhook-configuration", default="kubetrain-validating-webhook-configuration")
     p.add_argument("--kube-api-qps", type=float, default=20.0)
     p.add_argument("--kube-api-burst", type=int, default=30)
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -89,6 +102,8 @@ def build(
         tombstones=tombstones,
         accelerator_config=accelerator_config,
     )
+    if mgr.webhooks is not None:
+        webhooks.register(mgr.webhooks)
     owned = [controller.OwnedKind(i, "TrainingJob") for i in children.values()]
     mgr.add(
         controller.Controller("trainingjob", reconciler, jobs, owned, workers=args.max_concurrent_reconciles)
@@ -102,6 +117,12 @@ async def run(args: argparse.Namespace) -> int:
     # Config files are read before anything starts, so a bad one stops the process at once.
     accelerator_config = accelerators.load(args.accelerator_config) if args.accelerator_config else None
     api = await client.Client.connect(args.kubeconfig, qps=args.kube_api_qps, burst=args.kube_api_burst)
+    if args.webhook_self_signed and args.webhook_port:
+        service = f"kubetrain-webhook-service.{args.leader_election_namespace}.svc"
+        ca = webhooks.certificates.write(
+            args.cert_dir, args.webhook_host or [service, f"{service}.cluster.local"]
+        )
+        await webhooks.certificates.inject(api, ca, args.webhook_configuration)
     mgr = build(api, args, accelerator_config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -30,7 +30,7 @@ from kubetrain.operator.frameworks import framework as fw_contract
 
 __all__ = ["CONFIG_MOUNT", "SECRET_MODE", "owner_reference", "pod_restart_policy", "render"]
 
-CONFIG_MOUNT = "/etc/kubetrain"
+CONFIG_MOUNT = fw_contract.CONFIG_MOUNT
 _CONFIG_VOLUME = "kubetrain-config"
 _SECRET_VOLUME = "kubetrain-secret"
 # Owner read and write only: ssh refuses a private key that others can read.

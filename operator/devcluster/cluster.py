@@ -93,13 +93,16 @@ class Cluster:
         return result
 
     def install_crds(self, config_dir: pathlib.Path, timeout: float = 60) -> None:
-        """Apply ``config_dir/crd`` as a user would (kustomize build | kubectl apply), and wait until served.
+        """Apply ``config_dir/crd/bases`` (kustomize build | kubectl apply), and wait until served.
+
+        That is the CRD without webhook conversion, for clusters where no webhook serves;
+        ``config/default`` deploys it with the webhook.
 
         ``Established`` comes before the storage and the watch cache are ready (the apiserver
         answers 503 and 429 until then), so this waits until a watch works on every version.
         """
         manifest = subprocess.run(
-            [self.bins["kustomize"], "build", str(config_dir / "crd")],
+            [self.bins["kustomize"], "build", str(config_dir / "crd" / "bases")],
             check=True,
             capture_output=True,
             text=True,

@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from kubetrain.operator.devcluster import binaries, cluster, process
+from kubetrain.operator.devcluster import binaries, cluster, deploy, process
 
 __all__ = ["down", "kubeconfig_path", "state_dir", "up"]
 
@@ -117,14 +117,49 @@ def operator_argv(c: cluster.Cluster, *flags: str) -> list[str]:
 def _run_operator(
     c: cluster.Cluster, config_dir: pathlib.Path, samples: Sequence[pathlib.Path]
 ) -> dict[str, subprocess.Popen[bytes]]:
-    """Install the CRD, start the operator and the watch, apply the samples."""
-    c.install_crds(config_dir)
-    print("installed the TrainingJob CRD", flush=True)
-    operator = process.popen(operator_argv(c, f"--metrics-bind-address=127.0.0.1:{process.free_port()}"))
+    """Deploy config/default, run the manager as its ServiceAccount, watch, apply the samples."""
+    deploy.apply(c, deploy.overlay(c, config_dir))
+    print("deployed config/default with kustomize (CRD, RBAC, webhooks)", flush=True)
+    port = process.free_port()
+    deploy.point_webhooks_at(c, f"https://127.0.0.1:{port}")
+    kubeconfig = deploy.service_account_kubeconfig(c, c.workdir / "manager.kubeconfig")
+    operator = process.popen(
+        operator_argv(
+            c,
+            f"--metrics-bind-address=127.0.0.1:{process.free_port()}",
+            *deploy.manager_flags(kubeconfig, c.workdir / "webhook-certs", port),
+        )
+    )
+    # The validating webhook refuses every job until the manager serves it.
+    process.wait_until(
+        "the manager's webhooks",
+        lambda: operator.poll() is None and _webhooks_answer(c),
+        timeout=60,
+        interval=0.5,
+    )
+    print(f"kubetrain-operator runs as {deploy.NAMESPACE}/{deploy.SERVICE_ACCOUNT}", flush=True)
     watch = process.popen([c.bins["kubectl"], f"--kubeconfig={c.kubeconfig}", "get", "tj", "-A", "-w"])
     for sample in samples:
         print(c.kubectl("apply", "-f", str(sample)).stdout.strip(), flush=True)
     return {"kubetrain-operator": operator, "kubectl get tj -w": watch}
+
+
+def _webhooks_answer(c: cluster.Cluster) -> bool:
+    # A v1alpha1 list goes through the conversion webhook once there is an object to convert;
+    # a server-side dry-run create goes through the validating webhook always.
+    probe = {
+        "apiVersion": "training.kubetrain.dev/v1beta1",
+        "kind": "TrainingJob",
+        "metadata": {"name": "probe", "namespace": "default"},
+        "spec": {
+            "framework": {"name": "tensorflow"},
+            "replicaSpecs": {
+                "Chief": {"template": {"spec": {"containers": [{"name": "tensorflow", "image": "x"}]}}}
+            },
+        },
+    }
+    result = c.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(probe), check=False)
+    return result.returncode == 0
 
 
 def down(timeout: float = 30) -> int:

@@ -21,6 +21,7 @@ from kubetrain.api import v1beta1, validation
 from kubetrain.operator import naming
 
 __all__ = [
+    "CONFIG_MOUNT",
     "Framework",
     "Replica",
     "ReplicaType",
@@ -33,6 +34,9 @@ __all__ = [
 ]
 
 Env = Mapping[str, str]
+
+# Where every pod finds the job's files (a ConfigMap): ``{CONFIG_MOUNT}/hostfile``, say.
+CONFIG_MOUNT = "/etc/kubetrain"
 
 
 @attrs.frozen(kw_only=True)

@@ -77,7 +77,6 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from kubetrain.api import v1beta1, validation
-from kubetrain.operator import render
 from kubetrain.operator.frameworks import framework
 
 __all__ = [
@@ -94,7 +93,7 @@ OPENMPI, INTEL, MPICH = "OpenMPI", "Intel", "MPICH"
 IMPLEMENTATIONS = (OPENMPI, INTEL, MPICH)
 IMPLEMENTATION_OPTION = "mpiImplementation"
 SLOTS_OPTION = "slotsPerWorker"
-HOSTFILE = f"{render.CONFIG_MOUNT}/hostfile"
+HOSTFILE = f"{framework.CONFIG_MOUNT}/hostfile"
 ROLE = "K_MPI_JOB_ROLE"
 SSH_PORT = 22
 

@@ -14,7 +14,10 @@ from kubetrain.operator.devcluster import cluster as devcluster
 from kubetrain.operator.devcluster import dev, process
 
 
-def start(c: devcluster.Cluster, namespace: str | None = None, timeout: float = 60) -> process.Process:
+def start(
+    c: devcluster.Cluster, namespace: str | None = None, *extra: str, timeout: float = 60
+) -> process.Process:
+    """The operator against ``c`` (all namespaces, or ``namespace``), with ``extra`` flags last."""
     probes = process.free_port()
     flags = [
         f"--health-probe-bind-address=127.0.0.1:{probes}",
@@ -24,7 +27,7 @@ def start(c: devcluster.Cluster, namespace: str | None = None, timeout: float = 
     ]
     if namespace:
         flags.append(f"--namespace={namespace}")
-    argv = dev.operator_argv(c, *flags)
+    argv = dev.operator_argv(c, *flags, *extra)
     op = process.Process(
         "kubetrain-operator", argv, c.workdir / "logs" / f"operator-{uuid.uuid4().hex[:6]}.log"
     )

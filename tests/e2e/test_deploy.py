@@ -1,0 +1,366 @@
+"""Deployed as a user deploys it: `kustomize build config/default`, on a cluster of its own.
+
+The manager runs as a local process holding the Deployment's ServiceAccount token, so
+RBAC is exercised for real, and serves the conversion and validating webhooks over TLS
+with a CA it makes itself (``--webhook-self-signed``). The apiserver cannot reach a
+local process through the webhook Service, so the test points the CRD and the webhook
+configuration at ``https://127.0.0.1:<port>`` instead — the one change from the overlay.
+The apiserver writes an audit log of the manager's requests: the least-privilege test
+compares it with the Role.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from testkit import operator
+from testkit.jobs import RESOURCE, SAMPLES, running_pods, wait_state
+from testkit.kube import eventually
+
+from kubetrain.api import scheme
+from kubetrain.operator.devcluster import cluster as devcluster
+from kubetrain.operator.devcluster import deploy, kwok, process
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+NAMESPACE = deploy.NAMESPACE
+SERVICE_ACCOUNT = f"system:serviceaccount:{NAMESPACE}:kubetrain-controller-manager"
+ALPHA = "trainingjobs.v1alpha1.training.kubetrain.dev"
+AUDIT_POLICY = f"""
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  users: ["{SERVICE_ACCOUNT}"]
+- level: None
+"""
+# What cert-manager and the Prometheus Operator would have installed: just enough schema for
+# the server-side dry run to accept their objects.
+STUB_CRDS = [
+    ("cert-manager.io", "Certificate", "certificates"),
+    ("cert-manager.io", "Issuer", "issuers"),
+    ("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
+]
+
+
+class Deployment:
+    def __init__(
+        self, c: devcluster.Cluster, audit_log: pathlib.Path, manager: process.Process, dry_run: str
+    ) -> None:
+        self.cluster, self.audit_log, self.manager, self.dry_run = c, audit_log, manager, dry_run
+
+    def kubectl(self, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+        return self.cluster.kubectl(*args, input=input)
+
+
+def stub_crd(group: str, kind: str, plural: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "names": {"kind": kind, "plural": plural},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    },
+                }
+            ],
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def deployed() -> Iterator[Deployment]:
+    work = pathlib.Path(tempfile.mkdtemp(prefix="kubetrain-deploy-"))
+    (work / "audit-policy.yaml").write_text(AUDIT_POLICY)
+    audit_log = work / "audit.log"
+    c = devcluster.start(
+        devcluster.Tier.CLUSTER,
+        nodes=2,
+        apiserver_args=(f"--audit-policy-file={work / 'audit-policy.yaml'}", f"--audit-log-path={audit_log}"),
+    )
+    try:
+        for group, kind, plural in STUB_CRDS:
+            c.kubectl("apply", "-f", "-", input=json.dumps(stub_crd(group, kind, plural)))
+        c.kubectl("create", "namespace", NAMESPACE)
+        manifest = deploy.overlay(c, ROOT / "config")
+        dry_run = c.kubectl("apply", "--server-side", "--dry-run=server", "-f", "-", input=manifest).stdout
+        deploy.apply(c, manifest, optional=True)
+        port = process.free_port()
+        deploy.point_webhooks_at(c, f"https://127.0.0.1:{port}")
+        kubeconfig = deploy.service_account_kubeconfig(c, work / "manager.kubeconfig")
+        manager = operator.start(c, None, *deploy.manager_flags(kubeconfig, work / "certs", port))
+        eventually(
+            "TrainingJobs to be served through the conversion webhook",
+            lambda: c.kubectl("get", ALPHA, "-A", check=False).returncode == 0,
+            timeout=60,
+        )
+        yield Deployment(c, audit_log, manager, dry_run)
+        manager.stop()
+    finally:
+        c.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def namespace(d: Deployment, name: str) -> str:
+    d.kubectl("create", "namespace", name)
+    d.cluster.kubectl("wait", "--for=create", "--timeout=60s", "serviceaccount/default", "-n", name)
+    return name
+
+
+def get(d: Deployment, resource: str, ns: str, name: str) -> dict[str, Any]:
+    return dict(json.loads(d.kubectl("get", resource, name, "-n", ns, "-o", "json").stdout))
+
+
+# --- the overlay -----------------------------------------------------------------------------
+
+
+def test_the_overlay_is_accepted_by_a_server_side_dry_run_and_wires_cert_manager(
+    deployed: Deployment,
+) -> None:
+    manifest = deploy.overlay(deployed.cluster, ROOT / "config")
+    objects = list(yaml.safe_load_all(manifest))
+    # The fixture's server-side dry run, before anything was applied: every object accepted.
+    assert deployed.dry_run.count("(server dry run)") == len(objects)
+    by_kind = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+    crd = by_kind[("CustomResourceDefinition", "trainingjobs.training.kubetrain.dev")]
+    assert (
+        crd["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
+        == f"{NAMESPACE}/kubetrain-serving-cert"
+    )
+    assert crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"] == {
+        "name": "kubetrain-webhook-service",
+        "namespace": NAMESPACE,
+        "path": "/convert",
+    }
+    cert = by_kind[("Certificate", "kubetrain-serving-cert")]
+    assert cert["spec"]["dnsNames"][0] == f"kubetrain-webhook-service.{NAMESPACE}.svc"
+    manager = by_kind[("Deployment", "kubetrain-controller-manager")]["spec"]["template"]["spec"]
+    (container,) = manager["containers"]
+    assert manager["securityContext"]["runAsNonRoot"] is True
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    assert {"livenessProbe", "readinessProbe", "resources"} <= set(container)
+    assert all(o["metadata"].get("namespace") in (None, NAMESPACE) for o in objects)
+
+
+# --- running jobs ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sample", sorted(p.name for p in (SAMPLES.parent / "v1alpha1").glob("*.yaml")))
+def test_the_legacy_samples_run_through_the_deployed_manager(deployed: Deployment, sample: str) -> None:
+    ns = namespace(deployed, f"legacy-{sample.split('-')[0]}")
+    job = yaml.safe_load((SAMPLES.parent / "v1alpha1" / sample).read_text())
+    deployed.kubectl("create", "-n", ns, "-f", "-", input=json.dumps(job))
+    name = job["metadata"]["name"]
+    hub = scheme.to_hub(scheme.decode(job))
+    running_pods(deployed.cluster, ns, name, sum(r.replicas for r in hub.spec.replica_specs.values()))
+    wait_state(deployed.cluster, ns, name, "Running")
+    alpha = get(deployed, ALPHA, ns, name)
+    assert alpha["status"]["state"] == "Running"
+    assert {r["replicaType"] for r in alpha["status"]["replicaStatuses"]} == {
+        r["replicaType"] for r in job["spec"]["replicaSpecs"]
+    }
+
+
+def test_a_job_finishes_and_expires(deployed: Deployment) -> None:
+    ns = namespace(deployed, "finish")
+    job = yaml.safe_load((SAMPLES / "tensorflow-ps.yaml").read_text())
+    job["spec"]["runPolicy"] = {"ttlSecondsAfterFinished": 1}
+    deployed.kubectl("create", "-n", ns, "-f", "-", input=json.dumps(job))
+    running_pods(deployed.cluster, ns, "tensorflow-ps", 5)
+    kwok.finish_pod(deployed.cluster, ns, "tensorflow-ps-chief-0", 0)
+    eventually(
+        "the finished job to expire",
+        lambda: (
+            deployed.cluster.kubectl("get", RESOURCE, "tensorflow-ps", "-n", ns, check=False).returncode != 0
+        ),
+        timeout=60,
+    )
+
+
+def test_a_pod_the_apiserver_refuses_is_reported_not_crashed_on(deployed: Deployment) -> None:
+    ns = namespace(deployed, "refused")
+    job = yaml.safe_load((SAMPLES / "pytorch-ddp.yaml").read_text())
+    job["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["imagePullPolicy"] = (
+        "Sometimes"
+    )
+    deployed.kubectl("create", "-n", ns, "-f", "-", input=json.dumps(job))
+
+    def repeated() -> dict[str, Any] | None:
+        out = deployed.kubectl("get", "events", "-n", ns, "-o", "json").stdout
+        failed = [e for e in json.loads(out)["items"] if e["reason"] == "FailedCreate"]
+        return failed[0] if failed and failed[0]["count"] >= 2 else None
+
+    event = eventually("a repeated FailedCreate event", repeated, timeout=60)
+    assert "imagePullPolicy" in event["message"]
+    assert deployed.manager.alive()
+
+
+# --- the upgrade story ---------------------------------------------------------------------------
+
+
+def test_v1alpha1_objects_survive_a_round_trip_through_v1beta1(deployed: Deployment) -> None:
+    ns = namespace(deployed, "upgrade")
+    originals = {}
+    for path in sorted((SAMPLES.parent / "v1alpha1").glob("*.yaml")):
+        job = yaml.safe_load(path.read_text())
+        job["metadata"]["name"] = f"up-{job['metadata']['name']}"
+        deployed.kubectl("create", "-n", ns, "-f", "-", input=json.dumps(job))
+        originals[job["metadata"]["name"]] = scheme.decode(job).spec
+    for name, spec in originals.items():
+        beta = get(deployed, RESOURCE, ns, name)
+        assert beta["apiVersion"] == "training.kubetrain.dev/v1beta1"
+        beta["metadata"].setdefault("labels", {})["touched"] = "v1beta1"
+        deployed.kubectl("replace", "-f", "-", input=json.dumps(beta))
+        alpha = get(deployed, ALPHA, ns, name)
+        assert scheme.decode(alpha).spec == spec, f"{name} lost something on its way through v1beta1"
+        assert alpha["metadata"]["labels"]["touched"] == "v1beta1"
+
+
+def test_storage_migration_rewrites_objects_stored_as_v1alpha1(deployed: Deployment) -> None:
+    ns = namespace(deployed, "migrate")
+    set_storage(deployed, "v1alpha1")
+    old = yaml.safe_load((SAMPLES.parent / "v1alpha1" / "tfjob-master-worker-ps.yaml").read_text())
+    deployed.kubectl("create", "-n", ns, "-f", "-", input=json.dumps(old))
+    set_storage(deployed, "v1beta1")
+    crd = json.loads(
+        deployed.kubectl("get", "crd", "trainingjobs.training.kubetrain.dev", "-o", "json").stdout
+    )
+    assert set(crd["status"]["storedVersions"]) == {"v1alpha1", "v1beta1"}
+    before = get(deployed, RESOURCE, ns, "tfjob-legacy")["metadata"]["resourceVersion"]
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-P",
+            "-m",
+            "kubetrain.operator.cli",
+            "migrate-storage",
+            f"--kubeconfig={deployed.cluster.kubeconfig}",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "rewritten as v1beta1; storedVersions is now [v1beta1]" in result.stdout
+    after = get(deployed, RESOURCE, ns, "tfjob-legacy")
+    assert after["metadata"]["resourceVersion"] != before, "the v1alpha1 encoding was rewritten"
+    crd = json.loads(
+        deployed.kubectl("get", "crd", "trainingjobs.training.kubetrain.dev", "-o", "json").stdout
+    )
+    assert crd["status"]["storedVersions"] == ["v1beta1"]
+    again = subprocess.run(
+        [
+            sys.executable,
+            "-P",
+            "-m",
+            "kubetrain.operator.cli",
+            "migrate-storage",
+            f"--kubeconfig={deployed.cluster.kubeconfig}",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert ", 0 rewritten" in again.stdout, "objects already stored as v1beta1 are left alone"
+
+
+def set_storage(d: Deployment, version: str) -> None:
+    crd = json.loads(d.kubectl("get", "crd", "trainingjobs.training.kubetrain.dev", "-o", "json").stdout)
+    ops = [
+        {"op": "replace", "path": f"/spec/versions/{i}/storage", "value": v["name"] == version}
+        for i, v in enumerate(crd["spec"]["versions"])
+    ]
+    d.kubectl("patch", "crd", "trainingjobs.training.kubetrain.dev", "--type=json", "-p", json.dumps(ops))
+
+
+# --- bad input -------------------------------------------------------------------------------------
+
+FRAMEWORK_MISTAKES = st.sampled_from(
+    [
+        (
+            "tensorflow",
+            {"Chief": 1, "Master": 1},
+            "spec.replicaSpecs: tensorflow takes a Chief or a Master, not both",
+        ),
+        (
+            "tensorflow",
+            {"Launcher": 1},
+            "spec.replicaSpecs.Launcher: tensorflow has no replica type Launcher",
+        ),
+        ("pytorch", {"Master": 2}, "spec.replicaSpecs.Master.replicas: pytorch allows at most 1 Master"),
+        ("mpi", {"Worker": 2}, "spec.replicaSpecs: mpi needs at least 1 Launcher"),
+        ("mxnet", {"Scheduler": 2, "Server": 1, "Worker": 1}, "spec.replicaSpecs.Scheduler.replicas"),
+        ("theano", {"Worker": 1}, "spec.framework.name: unknown framework 'theano'"),
+    ]
+)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mistake=FRAMEWORK_MISTAKES, name=st.from_regex(r"\Abad-[a-z0-9]{1,8}\Z"))
+def test_what_only_the_webhook_can_check_is_refused_with_the_field_named(
+    deployed: Deployment, mistake: tuple[str, dict[str, int], str], name: str
+) -> None:
+    framework, replicas, message = mistake
+    job = {
+        "apiVersion": "training.kubetrain.dev/v1beta1",
+        "kind": "TrainingJob",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "framework": {"name": framework},
+            "replicaSpecs": {
+                t: {"replicas": n, "template": {"spec": {"containers": [{"name": framework, "image": "x"}]}}}
+                for t, n in replicas.items()
+            },
+        },
+    }
+    result = deployed.cluster.kubectl("create", "-f", "-", input=json.dumps(job), check=False)
+    assert result.returncode != 0
+    assert "denied the request" in result.stderr
+    assert message in result.stderr
+    assert deployed.manager.alive()
+
+
+# --- least privilege -------------------------------------------------------------------------------
+
+
+def test_every_grant_of_the_role_is_used_and_nothing_was_refused(deployed: Deployment) -> None:
+    used: set[tuple[str, str, str]] = set()
+    refused = []
+    for line in deployed.audit_log.read_text().splitlines():
+        event = json.loads(line)
+        ref = event.get("objectRef") or {}
+        resource = ref.get("resource", "") + (f"/{ref['subresource']}" if ref.get("subresource") else "")
+        key = (ref.get("apiGroup", ""), resource, event["verb"])
+        used.add(key)
+        if event.get("responseStatus", {}).get("code") == 403:
+            refused.append(key)
+    assert not refused, f"refused: {sorted(set(refused))}"
+    granted = set()
+    for path in ("role.yaml", "leader_election_role.yaml"):
+        for rule in yaml.safe_load((ROOT / "config" / "rbac" / path).read_text())["rules"]:
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    granted |= {(group, resource, verb) for verb in rule["verbs"]}
+    assert granted - used == set(), "granted but never used"
