@@ -24,11 +24,11 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from testkit import operator
+from testkit import operator, strategies
 from testkit.jobs import RESOURCE, SAMPLES, running_pods, wait_state
 from testkit.kube import eventually
 
-from kubetrain.api import scheme
+from kubetrain.api import scheme, validation
 from kubetrain.operator.devcluster import cluster as devcluster
 from kubetrain.operator.devcluster import deploy, kwok, process
 
@@ -342,6 +342,50 @@ def test_what_only_the_webhook_can_check_is_refused_with_the_field_named(
     assert deployed.manager.alive()
 
 
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(job=strategies.hub_jobs(), data=st.data())
+def test_a_generated_job_with_a_mistyped_field_is_refused_with_its_path(
+    deployed: Deployment, job: Any, data: st.DataObject
+) -> None:
+    doc = json.loads(json.dumps(scheme.encode(job)))
+    doc["metadata"] = {"name": "mistyped", "namespace": "default"}
+    doc.pop("status", None)
+    numbers = [
+        p
+        for p in _paths(doc["spec"], ("spec",))
+        if not {"template", "options"} & set(p) and type(_at(doc, p)) is int
+    ]
+    first = next(iter(doc["spec"]["replicaSpecs"]))
+    target = data.draw(st.sampled_from(numbers)) if numbers else ("spec", "replicaSpecs", first, "replicas")
+    parent = _at(doc, target[:-1])
+    parent[target[-1]] = "not-a-number"
+    result = deployed.cluster.kubectl("create", "-f", "-", input=json.dumps(doc), check=False)
+    assert result.returncode != 0
+    assert validation.format_path(target) in result.stderr
+    assert deployed.manager.alive()
+
+
+def _paths(data: Any, prefix: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    out = [prefix]
+    if isinstance(data, dict):
+        for k, v in data.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+def _at(doc: Any, path: tuple[Any, ...]) -> Any:
+    for key in path:
+        doc = doc[key]
+    return doc
+
+
 # --- least privilege -------------------------------------------------------------------------------
 
 
@@ -364,3 +408,10 @@ def test_every_grant_of_the_role_is_used_and_nothing_was_refused(deployed: Deplo
                 for resource in rule["resources"]:
                     granted |= {(group, resource, verb) for verb in rule["verbs"]}
     assert granted - used == set(), "granted but never used"
+
+
+def test_nothing_reached_the_manager_as_a_crash(deployed: Deployment) -> None:
+    assert deployed.manager.alive()
+    log = deployed.manager.log.read_text()
+    assert "Traceback" not in log
+    assert "starting kubetrain-operator" in log

@@ -30,3 +30,9 @@ def test_sample_renders(path: pathlib.Path) -> None:
         o for o in render.render(hub, registry.default().get(hub.spec.framework.name)) if o["kind"] == "Pod"
     ]
     assert len(pods) == sum(s.replicas for s in hub.spec.replica_specs.values())
+
+
+def test_the_samples_kustomization_lists_every_sample() -> None:
+    root = pathlib.Path(__file__).resolve().parents[2] / "samples"
+    listed = yaml.safe_load((root / "kustomization.yaml").read_text())["resources"]
+    assert sorted(listed) == sorted(str(p.relative_to(root)) for p in SAMPLES)
