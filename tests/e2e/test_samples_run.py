@@ -1,4 +1,4 @@
-"""Every v1beta1 sample runs on the local cluster: all its pods, and the job Running.
+"""Every v1beta1 sample runs on the local cluster: all its pods, the job Running, then Succeeded.
 
 One operator serves the module. For MPI, the launcher is created only once every worker
 is ready, and the job's ssh Secret and hostfile exist.
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 import yaml
 from testkit import operator
-from testkit.jobs import SAMPLES, create, pods, running_pods, wait_state
+from testkit.jobs import SAMPLES, create, finish, pods, running_pods, wait_state
 
 from kubetrain.api import scheme
 from kubetrain.operator.devcluster import cluster as devcluster
@@ -38,8 +38,10 @@ def replica_count(path: pathlib.Path) -> int:
 def test_the_sample_runs(cluster: devcluster.Cluster, namespace: str, name: str) -> None:
     job = yaml.safe_load((SAMPLES / f"{name}.yaml").read_text())
     job_name = create(cluster, namespace, job)
-    running_pods(cluster, namespace, job_name, replica_count(SAMPLES / f"{name}.yaml"))
+    running = running_pods(cluster, namespace, job_name, replica_count(SAMPLES / f"{name}.yaml"))
     wait_state(cluster, namespace, job_name, "Running")
+    status = finish(cluster, namespace, job_name, sorted(running))
+    assert status["completionTime"]
 
 
 def test_the_mpi_launcher_starts_after_its_workers_are_ready(

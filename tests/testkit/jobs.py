@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from kubetrain.operator.devcluster import cluster as devcluster
+from kubetrain.operator.devcluster import kwok
 from testkit.kube import eventually
 
 SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "samples" / "v1beta1"
@@ -98,3 +99,15 @@ def run(c: devcluster.Cluster, namespace: str, job: dict[str, Any], count: int) 
     running = running_pods(c, namespace, name, count)
     wait_state(c, namespace, name, "Running")
     return running
+
+
+def finish(c: devcluster.Cluster, namespace: str, name: str, pod_names: list[str]) -> dict[str, Any]:
+    """Every pod exits 0 (as a kubelet would report it); the job's status once Succeeded."""
+    for pod in pod_names:
+        try:
+            kwok.finish_pod(c, namespace, pod, 0)
+        except devcluster.KubectlError as e:
+            # Once the pods that decide have succeeded, the job stops the rest itself.
+            if "NotFound" not in str(e):
+                raise
+    return wait_state(c, namespace, name, "Succeeded")
