@@ -258,19 +258,7 @@ def test_storage_migration_rewrites_objects_stored_as_v1alpha1(deployed: Deploym
     )
     assert set(crd["status"]["storedVersions"]) == {"v1alpha1", "v1beta1"}
     before = get(deployed, RESOURCE, ns, "tfjob-legacy")["metadata"]["resourceVersion"]
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-P",
-            "-m",
-            "kubetrain.operator.cli",
-            "migrate-storage",
-            f"--kubeconfig={deployed.cluster.kubeconfig}",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    result = migrate_storage(deployed)
     assert "rewritten as v1beta1; storedVersions is now [v1beta1]" in result.stdout
     after = get(deployed, RESOURCE, ns, "tfjob-legacy")
     assert after["metadata"]["resourceVersion"] != before, "the v1alpha1 encoding was rewritten"
@@ -279,20 +267,25 @@ def test_storage_migration_rewrites_objects_stored_as_v1alpha1(deployed: Deploym
         deployed.kubectl("get", "crd", "trainingjobs.training.kubetrain.dev", "-o", "json").stdout
     )
     assert crd["status"]["storedVersions"] == ["v1beta1"]
-    again = subprocess.run(
+    again = migrate_storage(deployed)
+    assert ", 0 rewritten" in again.stdout, "objects already stored as v1beta1 are left alone"
+
+
+def migrate_storage(d: Deployment) -> subprocess.CompletedProcess[str]:
+    """`kubetrain migrate-storage`, as an admin runs it."""
+    return subprocess.run(
         [
             sys.executable,
             "-P",
             "-m",
             "kubetrain.operator.cli",
             "migrate-storage",
-            f"--kubeconfig={deployed.cluster.kubeconfig}",
+            f"--kubeconfig={d.cluster.kubeconfig}",
         ],
         capture_output=True,
         text=True,
         check=True,
     )
-    assert ", 0 rewritten" in again.stdout, "objects already stored as v1beta1 are left alone"
 
 
 def set_storage(d: Deployment, version: str) -> None:

@@ -19,9 +19,9 @@ import shutil
 import signal
 import subprocess
 import sys
-import urllib.request
 
 import attrs
+from testkit import operator
 
 from kubetrain.operator.devcluster import cluster as devcluster
 from kubetrain.operator.devcluster import process
@@ -116,18 +116,10 @@ def test_the_build_steps_install_an_operator_that_starts(
         text=True,
     )
     try:
-        process.wait_until("the installed operator to be ready", lambda: _ready(probes), timeout=60)
+        process.wait_until("the installed operator to be ready", lambda: operator.ready(probes), timeout=60)
         manager.send_signal(signal.SIGTERM)
         assert manager.wait(30) == 0
     finally:
         manager.kill()
         _, err = manager.communicate()
     assert "starting kubetrain-operator" in err
-
-
-def _ready(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
-            return r.status == 200
-    except OSError:
-        return False

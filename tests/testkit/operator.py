@@ -32,11 +32,12 @@ def start(
         "kubetrain-operator", argv, c.workdir / "logs" / f"operator-{uuid.uuid4().hex[:6]}.log"
     )
     op.start()
-    process.wait_until("the operator to be ready", lambda: _ready(probes), timeout=timeout, watch=[op])
+    process.wait_until("the operator to be ready", lambda: ready(probes), timeout=timeout, watch=[op])
     return op
 
 
-def _ready(port: int) -> bool:
+def ready(port: int) -> bool:
+    """Whether a process's /readyz on ``port`` answers 200."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
             return r.status == 200
