@@ -1,11 +1,16 @@
 """kubetrain's operator: one generic reconciler for every training framework.
 
-Modules: ``runtime`` (informers, work queue, controllers, leader election, servers,
-tracing — a compact controller-runtime), ``frameworks`` (the registry and its plugins),
-``render`` (the pure function from a job to its Pods, Services and ConfigMaps),
-``naming`` (names and labels of those objects), ``devcluster`` (the local control
-plane), ``main`` (the ``kubetrain-operator`` process) and ``cli`` (the ``kubetrain``
-command).
+Modules: ``trainingjob_controller`` (the reconciler: caches in, one status write, creates
+and deletes out), ``lifecycle`` (one pure step of a job's life) built from ``policies``
+(classify, failure, budget, backoff, success, deadline, ttl, cleanup), ``observed`` (a
+pod as the policies see it) and ``conditions``; ``frameworks`` (the registry and its
+plugins), ``render`` (the pure function from a job to its ConfigMap, Secret, Services
+and Pods), ``naming`` (names and labels), ``accelerators`` (operator-wide env and volumes
+per device), ``webhooks`` (conversion, admission, self-signed certificates),
+``migration`` (storage-version migration), ``runtime`` (informers, work queue,
+controllers, leader election, servers, tracing — a compact controller-runtime),
+``devcluster`` (the local control plane and the kustomize deployment on it), ``main``
+(the ``kubetrain-operator`` process) and ``cli`` (the ``kubetrain`` command).
 """
 
 __all__: list[str] = []

@@ -4,6 +4,7 @@
 ``admission`` answers AdmissionReviews with what the CRD schema and its CEL rules cannot
 check — a framework's own replica rules and fields that must not change. Both are pure
 functions of the review; :func:`register` mounts them on the webhook server.
+``certificates`` makes and injects a CA for clusters without cert-manager.
 """
 
 from kubetrain.operator.runtime import servers

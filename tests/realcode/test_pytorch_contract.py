@@ -34,8 +34,10 @@ dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=90))
 t = torch.tensor([float(dist.get_rank() + 1)])
 dist.all_reduce(t)
 keys = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK", "LOCAL_WORLD_SIZE", "TORCHELASTIC_RUN_ID")
-print(json.dumps({"rank": dist.get_rank(), "world": dist.get_world_size(), "sum": t.item(),
-                  "env": {k: os.environ.get(k) for k in keys}}))
+result = {"rank": dist.get_rank(), "world": dist.get_world_size(), "sum": t.item(),
+          "env": {k: os.environ.get(k) for k in keys}}
+# One write per line: torchrun's processes share stdout, and print() writes the newline apart.
+os.write(1, (json.dumps(result) + "\\n").encode())
 dist.destroy_process_group()
 """
 
