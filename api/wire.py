@@ -24,7 +24,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from kubetrain.api import schema, validation
 
-__all__ = ["format_time", "structure", "unstructure"]
+__all__ = ["format_time", "parse_time", "structure", "unstructure"]
 
 T = TypeVar("T")
 
@@ -55,16 +55,24 @@ def format_time(value: datetime.datetime) -> str:
     return value.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def parse_time(value: str) -> datetime.datetime:
+    """A timestamp as the apiserver writes it, in UTC to the second; ValueError if it is not one."""
+    try:
+        parsed = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"expected an RFC 3339 timestamp, got {value!r}") from None
+    if parsed.tzinfo is None:
+        raise ValueError(f"timestamp {value!r} has no time zone")
+    return parsed.astimezone(datetime.UTC).replace(microsecond=0)
+
+
 def _parse_time(value: Any, _: Any) -> datetime.datetime:
     if not isinstance(value, str):
         raise _MismatchError(f"expected an RFC 3339 timestamp, got {_json_name(value)}")
     try:
-        parsed = datetime.datetime.fromisoformat(value)
-    except ValueError:
-        raise _MismatchError(f"expected an RFC 3339 timestamp, got {value!r}") from None
-    if parsed.tzinfo is None:
-        raise _MismatchError(f"timestamp {value!r} has no time zone")
-    return parsed.astimezone(datetime.UTC).replace(microsecond=0)
+        return parse_time(value)
+    except ValueError as e:
+        raise _MismatchError(str(e)) from None
 
 
 def _strict(expected: type, label: str) -> Callable[[Any, Any], Any]:

@@ -60,7 +60,7 @@ def parser() -> argparse.ArgumentParser:
         help="a DNS name or IP for the self-signed serving certificate (repeatable; "
         "default: the webhook Service's names in --leader-election-namespace)",
     )
-    p.add_argument("--webhook-configuration", default="kubetrain-validating-webhook-configuration")
+    p.add_argument("--webhook-configuration", default=webhooks.CONFIGURATION_NAME)
     p.add_argument("--kube-api-qps", type=float, default=20.0)
     p.add_argument("--kube-api-burst", type=int, default=30)
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])

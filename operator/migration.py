@@ -16,8 +16,8 @@ from typing import Any
 
 import attrs
 
+from kubetrain.api import crd
 from kubetrain.operator.runtime import client
-from kubetrain.operator.webhooks import certificates
 
 __all__ = ["Report", "migrate"]
 
@@ -37,8 +37,8 @@ async def migrate(api: client.Client, attempts: int = 5) -> Report:
         meta = item["metadata"]
         rewritten += await _rewrite(api, meta["namespace"], meta["name"], item, attempts)
     await api.merge_patch(
-        certificates.CRDS,
-        certificates.CRD_NAME,
+        client.CRDS,
+        crd.NAME,
         {"status": {"storedVersions": [STORAGE_VERSION]}},
         subresource="status",
     )

@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from kubetrain.api import wire
 from kubetrain.operator import naming
 
 __all__ = ["IMAGE_PULL_REASONS", "Pod"]
@@ -104,6 +105,4 @@ def _int(value: str | None) -> int:
 
 
 def _time(value: str | None) -> datetime.datetime | None:
-    if not value:
-        return None
-    return datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return wire.parse_time(value) if value else None

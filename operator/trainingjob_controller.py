@@ -69,14 +69,8 @@ class TrainingJobReconciler:
         clock: Callable[[], datetime.datetime] = _utcnow,
     ) -> None:
         self.api = api
-        self.jobs, self.pods, self.services, self.config_maps, self.nodes = (
-            jobs,
-            pods,
-            services,
-            config_maps,
-            nodes,
-        )
-        self.tombstones = tombstones
+        self.jobs, self.pods, self.services, self.config_maps = jobs, pods, services, config_maps
+        self.nodes, self.tombstones = nodes, tombstones
         self.frameworks = frameworks or fw_registry.default()
         self.recorder = recorder or events.Recorder(api, clock=clock)
         self.accelerators = accelerator_config or {}
@@ -179,12 +173,18 @@ class TrainingJobReconciler:
         """Store ``status`` if it changed; the stored object, or None if ``obj`` was stale."""
         if status == job.status:
             return obj
-        old, new = wire.unstructure(job.status), wire.unstructure(status)
+        stored = await self._patch_status(
+            obj, client.merge_patch_between(wire.unstructure(job.status), wire.unstructure(status))
+        )
+        if stored is not None:
+            replaced = obj["metadata"]["resourceVersion"]
+            self._written[cache.key_of(obj)] = (replaced, informer.strip_managed_fields(stored))
+        return stored
+
+    async def _patch_status(self, obj: Obj, status_patch: Obj) -> Obj | None:
+        """Merge-patch the status of ``obj``, only if it is still the version read; else None."""
         meta = obj["metadata"]
-        patch = {
-            "metadata": {"resourceVersion": meta["resourceVersion"]},
-            "status": client.merge_patch_between(old, new),
-        }
+        patch = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": status_patch}
         try:
             stored: Obj = await self.api.merge_patch(
                 client.TRAININGJOBS, meta["name"], patch, meta["namespace"], subresource="status"
@@ -193,7 +193,6 @@ class TrainingJobReconciler:
             if e.conflict or e.not_found:
                 return None
             raise
-        self._written[cache.key_of(obj)] = (meta["resourceVersion"], informer.strip_managed_fields(stored))
         return stored
 
     async def _fail_invalid(self, obj: Obj, errors: list[validation.FieldError]) -> None:
@@ -201,24 +200,17 @@ class TrainingJobReconciler:
         if any(c.get("type") == "Failed" and c.get("status") == "True" for c in raw_conditions):
             return
         message = "; ".join(str(e) for e in errors)[:4096]
+        now = self.clock()
         status = v1beta1.TrainingJobStatus(
             conditions=conditions.set_status(
-                (), v1beta1.ConditionType.FAILED, True, "InvalidSpec", message, self.clock()
+                (), v1beta1.ConditionType.FAILED, True, "InvalidSpec", message, now
             ),
             state=v1beta1.JobState.FAILED,
-            completion_time=self.clock(),
+            completion_time=now,
         )
-        meta = obj["metadata"]
-        patch = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": wire.unstructure(status)}
-        try:
-            stored = await self.api.merge_patch(
-                client.TRAININGJOBS, meta["name"], patch, meta["namespace"], subresource="status"
-            )
-        except client.ApiError as e:
-            if e.conflict or e.not_found:
-                return
-            raise
-        await self.recorder.event(stored, "Warning", "InvalidSpec", message)
+        stored = await self._patch_status(obj, wire.unstructure(status))
+        if stored is not None:
+            await self.recorder.event(stored, "Warning", "InvalidSpec", message)
 
     async def _create(
         self, job: v1beta1.TrainingJob, fw: fw_contract.Framework, wanted: tuple[tuple[str, int], ...]
@@ -258,26 +250,31 @@ class TrainingJobReconciler:
             raise
 
     async def _delete(self, job: v1beta1.TrainingJob, deletes: tuple[lifecycle.Delete, ...]) -> None:
-        async def one(d: lifecycle.Delete) -> None:
-            try:
-                await self.api.delete(
-                    client.PODS,
-                    d.pod,
-                    job.metadata.namespace,
-                    grace_period_seconds=0 if d.force else None,
-                    uid=d.uid or None,
+        await asyncio.gather(
+            *(
+                self._delete_exactly(
+                    client.PODS, d.pod, job.metadata.namespace, d.uid or None, grace=0 if d.force else None
                 )
-            except client.ApiError as e:
-                if not (e.not_found or e.conflict):  # gone already, or replaced by a newer pod
-                    raise
-
-        await asyncio.gather(*(one(d) for d in deletes))
+                for d in deletes
+            )
+        )
 
     async def _delete_job(self, job: v1beta1.TrainingJob) -> None:
+        await self._delete_exactly(
+            client.TRAININGJOBS, job.metadata.name or "", job.metadata.namespace, job.metadata.uid
+        )
+
+    async def _delete_exactly(
+        self,
+        resource: client.Resource,
+        name: str,
+        namespace: str | None,
+        uid: str | None,
+        grace: int | None = None,
+    ) -> None:
+        """Delete that incarnation of ``name``; gone already, or replaced by a newer one, is fine."""
         try:
-            await self.api.delete(
-                client.TRAININGJOBS, job.metadata.name or "", job.metadata.namespace, uid=job.metadata.uid
-            )
+            await self.api.delete(resource, name, namespace, grace_period_seconds=grace, uid=uid)
         except client.ApiError as e:
             if not (e.not_found or e.conflict):
                 raise

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 import attrs
 import yaml
 
+from kubetrain.api import crd
 from kubetrain.operator.devcluster import binaries as binaries_
 from kubetrain.operator.devcluster import kwok, pki, process
 
@@ -112,7 +113,7 @@ class Cluster:
             "wait",
             "--for=condition=Established",
             f"--timeout={timeout:.0f}s",
-            "crd/trainingjobs.training.kubetrain.dev",
+            f"crd/{crd.NAME}",
         )
         for version in ("v1beta1", "v1alpha1"):
             path = f"/apis/training.kubetrain.dev/{version}/trainingjobs?watch=1&timeoutSeconds=1"

@@ -18,6 +18,8 @@ import subprocess
 
 import yaml
 
+from kubetrain.api import crd
+from kubetrain.operator import webhooks
 from kubetrain.operator.devcluster import cluster as cluster_
 
 __all__ = [
@@ -32,8 +34,6 @@ __all__ = [
 
 NAMESPACE = "kubetrain-system"
 SERVICE_ACCOUNT = "kubetrain-controller-manager"
-CRD = "trainingjobs.training.kubetrain.dev"
-WEBHOOK_CONFIGURATION = "kubetrain-validating-webhook-configuration"
 OPTIONAL_KINDS = frozenset({"Certificate", "Issuer", "ServiceMonitor"})
 
 
@@ -51,7 +51,7 @@ def apply(c: cluster_.Cluster, manifest: str, *, optional: bool = False) -> None
     """Apply the overlay (without its optional parts, unless ``optional``) and wait for the CRD."""
     objects = [o for o in yaml.safe_load_all(manifest) if o and (optional or o["kind"] not in OPTIONAL_KINDS)]
     c.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(objects))
-    c.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{CRD}")
+    c.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{crd.NAME}")
 
 
 def point_webhooks_at(c: cluster_.Cluster, base: str) -> None:
@@ -59,9 +59,9 @@ def point_webhooks_at(c: cluster_.Cluster, base: str) -> None:
     crd_patch = {
         "spec": {"conversion": {"webhook": {"clientConfig": {"service": None, "url": f"{base}/convert"}}}}
     }
-    c.kubectl("patch", "crd", CRD, "--type=merge", "-p", json.dumps(crd_patch))
+    c.kubectl("patch", "crd", crd.NAME, "--type=merge", "-p", json.dumps(crd_patch))
     vwc = json.loads(
-        c.kubectl("get", "validatingwebhookconfiguration", WEBHOOK_CONFIGURATION, "-o", "json").stdout
+        c.kubectl("get", "validatingwebhookconfiguration", webhooks.CONFIGURATION_NAME, "-o", "json").stdout
     )
     ops = [
         {
@@ -76,7 +76,7 @@ def point_webhooks_at(c: cluster_.Cluster, base: str) -> None:
         c.kubectl(
             "patch",
             "validatingwebhookconfiguration",
-            WEBHOOK_CONFIGURATION,
+            webhooks.CONFIGURATION_NAME,
             "--type=json",
             "-p",
             json.dumps(ops),

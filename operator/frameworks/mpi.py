@@ -125,16 +125,26 @@ class _Flavour:
 
     name: str
     launcher: str  # the replica type that runs mpirun
+    workers: framework.ReplicaType
     container: str
     launcher_hosts_ranks: bool
 
 
-_MPI = _Flavour(name="mpi", launcher="Launcher", container="mpi", launcher_hosts_ranks=False)
-_CHAINER = _Flavour(name="chainer", launcher="Master", container="chainer", launcher_hosts_ranks=True)
-
-
-def _is_worker(replica_type: str) -> bool:
-    return replica_type.lower().startswith("worker")
+_MPI = _Flavour(
+    name="mpi",
+    launcher="Launcher",
+    workers=framework.ReplicaType(name="Worker", min_replicas=1),
+    container="mpi",
+    launcher_hosts_ranks=False,
+)
+# ChainerJob's worker sets are named by the user: WorkerGpu, WorkerCpu, ...
+_CHAINER = _Flavour(
+    name="chainer",
+    launcher="Master",
+    workers=framework.ReplicaType(name="Worker*"),
+    container="chainer",
+    launcher_hosts_ranks=True,
+)
 
 
 def _options(job: v1beta1.TrainingJob) -> Mapping[str, Any]:
@@ -166,7 +176,7 @@ def slots(world: framework.World, replica: framework.Replica, container: str) ->
 
 
 def _hosts(flavour: _Flavour, world: framework.World) -> list[tuple[str, int]]:
-    ranked = [r for r in world.replicas if _is_worker(r.type)]
+    ranked = [r for r in world.replicas if flavour.workers.matches(r.type)]
     if flavour.launcher_hosts_ranks:
         ranked = [*world.of_type(flavour.launcher), *ranked]
     return [(r.host, slots(world, r, flavour.container)) for r in ranked]
@@ -211,11 +221,6 @@ def ssh_files(world: framework.World) -> Mapping[str, str]:
     }
 
 
-def _success(flavour: _Flavour, spec: v1beta1.TrainingJobSpec) -> v1beta1.SuccessPolicy:
-    key = next((k for k in spec.replica_specs if k.lower() == flavour.launcher.lower()), flavour.launcher)
-    return v1beta1.SuccessPolicy(targets=(v1beta1.SuccessTarget(replica_type=key, index=0),))
-
-
 def _option_errors(flavour: _Flavour, job: v1beta1.TrainingJob) -> Iterator[validation.FieldError]:
     path = ("spec", "framework", "options")
     options = _options(job)
@@ -236,45 +241,26 @@ def _option_errors(flavour: _Flavour, job: v1beta1.TrainingJob) -> Iterator[vali
         )
 
 
-def _chainer_rules(job: v1beta1.TrainingJob) -> Iterator[validation.FieldError]:
-    yield from _option_errors(_CHAINER, job)
+def _framework(flavour: _Flavour) -> framework.Framework:
+    return framework.Framework(
+        name=flavour.name,
+        replica_types=(
+            framework.ReplicaType(name=flavour.launcher, min_replicas=1, max_replicas=1, master=True),
+            flavour.workers,
+        ),
+        container=flavour.container,
+        port=SSH_PORT,
+        port_name="ssh",
+        restart_policy=v1beta1.RestartPolicy.EXIT_CODE,
+        restart_scope=v1beta1.RestartScope.JOB,
+        success=framework.first(flavour.launcher),
+        env=functools.partial(_env, flavour),
+        files=functools.partial(_files, flavour),
+        extra_rules=functools.partial(_option_errors, flavour),
+        start_after={flavour.launcher: (flavour.workers.name,)},
+        secret=ssh_files,
+    )
 
 
-FRAMEWORK = framework.Framework(
-    name=_MPI.name,
-    replica_types=(
-        framework.ReplicaType(name="Launcher", min_replicas=1, max_replicas=1, master=True),
-        framework.ReplicaType(name="Worker", min_replicas=1),
-    ),
-    container=_MPI.container,
-    port=SSH_PORT,
-    port_name="ssh",
-    restart_policy=v1beta1.RestartPolicy.EXIT_CODE,
-    restart_scope=v1beta1.RestartScope.JOB,
-    success=functools.partial(_success, _MPI),
-    env=functools.partial(_env, _MPI),
-    files=functools.partial(_files, _MPI),
-    extra_rules=functools.partial(_option_errors, _MPI),
-    start_after={"Launcher": ("Worker",)},
-    secret=ssh_files,
-)
-
-CHAINER = framework.Framework(
-    name=_CHAINER.name,
-    # Worker sets are named by the user: WorkerGpu, WorkerCpu, ...
-    replica_types=(
-        framework.ReplicaType(name="Master", min_replicas=1, max_replicas=1, master=True),
-        framework.ReplicaType(name="Worker*"),
-    ),
-    container=_CHAINER.container,
-    port=SSH_PORT,
-    port_name="ssh",
-    restart_policy=v1beta1.RestartPolicy.EXIT_CODE,
-    restart_scope=v1beta1.RestartScope.JOB,
-    success=functools.partial(_success, _CHAINER),
-    env=functools.partial(_env, _CHAINER),
-    files=functools.partial(_files, _CHAINER),
-    extra_rules=_chainer_rules,
-    start_after={"Master": ("Worker*",)},
-    secret=ssh_files,
-)
+FRAMEWORK = _framework(_MPI)
+CHAINER = _framework(_CHAINER)

@@ -26,6 +26,7 @@ from kubetrain.operator.runtime import ratelimit
 
 __all__ = [
     "CONFIGMAPS",
+    "CRDS",
     "EVENTS",
     "LEASES",
     "NODES",
@@ -33,6 +34,7 @@ __all__ = [
     "SECRETS",
     "SERVICES",
     "TRAININGJOBS",
+    "VALIDATING_WEBHOOK_CONFIGURATIONS",
     "ApiError",
     "Client",
     "Resource",
@@ -82,6 +84,14 @@ SECRETS = Resource("", "v1", "secrets", "Secret")
 EVENTS = Resource("", "v1", "events", "Event")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
+CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False)
+VALIDATING_WEBHOOK_CONFIGURATIONS = Resource(
+    "admissionregistration.k8s.io",
+    "v1",
+    "validatingwebhookconfigurations",
+    "ValidatingWebhookConfiguration",
+    False,
+)
 TRAININGJOBS = Resource("training.kubetrain.dev", "v1beta1", "trainingjobs", "TrainingJob")
 
 

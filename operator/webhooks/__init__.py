@@ -10,8 +10,18 @@ functions of the review; :func:`register` mounts them on the webhook server.
 from kubetrain.operator.runtime import servers
 from kubetrain.operator.webhooks import admission, certificates, conversion
 
-__all__ = ["CONVERT_PATH", "VALIDATE_PATH", "admission", "certificates", "conversion", "register"]
+__all__ = [
+    "CONFIGURATION_NAME",
+    "CONVERT_PATH",
+    "VALIDATE_PATH",
+    "admission",
+    "certificates",
+    "conversion",
+    "register",
+]
 
+# The ValidatingWebhookConfiguration, as config/default names it.
+CONFIGURATION_NAME = "kubetrain-validating-webhook-configuration"
 CONVERT_PATH = "/convert"
 VALIDATE_PATH = "/validate-training-kubetrain-dev-v1beta1-trainingjob"
 

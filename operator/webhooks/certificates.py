@@ -14,22 +14,11 @@ import pathlib
 from collections.abc import Sequence
 from typing import Any
 
+from kubetrain.api import crd
 from kubetrain.operator.devcluster import pki
 from kubetrain.operator.runtime import client
 
-__all__ = ["CRDS", "VALIDATING_WEBHOOK_CONFIGURATIONS", "inject", "write"]
-
-CRDS = client.Resource(
-    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
-)
-VALIDATING_WEBHOOK_CONFIGURATIONS = client.Resource(
-    "admissionregistration.k8s.io",
-    "v1",
-    "validatingwebhookconfigurations",
-    "ValidatingWebhookConfiguration",
-    False,
-)
-CRD_NAME = "trainingjobs.training.kubetrain.dev"
+__all__ = ["inject", "write"]
 
 
 def write(cert_dir: pathlib.Path, hosts: Sequence[str]) -> bytes:
@@ -45,16 +34,16 @@ def write(cert_dir: pathlib.Path, hosts: Sequence[str]) -> bytes:
 async def inject(api: client.Client, ca_pem: bytes, webhook_configuration: str) -> None:
     """Put the CA into the CRD's conversion webhook and the validating webhooks."""
     bundle = base64.b64encode(ca_pem).decode("ascii")
-    crd: dict[str, Any] = await api.get(CRDS, CRD_NAME)
-    if (crd["spec"].get("conversion") or {}).get("strategy") == "Webhook":
+    definition: dict[str, Any] = await api.get(client.CRDS, crd.NAME)
+    if (definition["spec"].get("conversion") or {}).get("strategy") == "Webhook":
         patch = {"spec": {"conversion": {"webhook": {"clientConfig": {"caBundle": bundle}}}}}
-        await api.merge_patch(CRDS, CRD_NAME, patch)
-    config: dict[str, Any] = await api.get(VALIDATING_WEBHOOK_CONFIGURATIONS, webhook_configuration)
+        await api.merge_patch(client.CRDS, crd.NAME, patch)
+    config: dict[str, Any] = await api.get(client.VALIDATING_WEBHOOK_CONFIGURATIONS, webhook_configuration)
     webhooks = config.get("webhooks") or []
     for webhook in webhooks:
         webhook["clientConfig"]["caBundle"] = bundle
     await api.merge_patch(
-        VALIDATING_WEBHOOK_CONFIGURATIONS,
+        client.VALIDATING_WEBHOOK_CONFIGURATIONS,
         webhook_configuration,
         {"metadata": {"resourceVersion": config["metadata"]["resourceVersion"]}, "webhooks": webhooks},
     )

@@ -24,11 +24,11 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from testkit import operator, strategies
+from testkit import operator, strategies, walk
 from testkit.jobs import RESOURCE, SAMPLES, finish, pods, running_pods, wait_state
 from testkit.kube import eventually
 
-from kubetrain.api import scheme, validation
+from kubetrain.api import crd, scheme, validation
 from kubetrain.operator.devcluster import cluster as devcluster
 from kubetrain.operator.devcluster import deploy, kwok, process
 
@@ -141,12 +141,12 @@ def test_the_overlay_is_accepted_by_a_server_side_dry_run_and_wires_cert_manager
     # The fixture's server-side dry run, before anything was applied: every object accepted.
     assert deployed.dry_run.count("(server dry run)") == len(objects)
     by_kind = {(o["kind"], o["metadata"]["name"]): o for o in objects}
-    crd = by_kind[("CustomResourceDefinition", "trainingjobs.training.kubetrain.dev")]
+    current = by_kind[("CustomResourceDefinition", "trainingjobs.training.kubetrain.dev")]
     assert (
-        crd["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
+        current["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
         == f"{NAMESPACE}/kubetrain-serving-cert"
     )
-    assert crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"] == {
+    assert current["spec"]["conversion"]["webhook"]["clientConfig"]["service"] == {
         "name": "kubetrain-webhook-service",
         "namespace": NAMESPACE,
         "path": "/convert",
@@ -253,20 +253,16 @@ def test_storage_migration_rewrites_objects_stored_as_v1alpha1(deployed: Deploym
     stored_alpha = get(deployed, ALPHA, ns, "tfjob-legacy")
     assert "training.kubetrain.dev/conversion-data" in stored_alpha["metadata"]["annotations"]
     set_storage(deployed, "v1beta1")
-    crd = json.loads(
-        deployed.kubectl("get", "crd", "trainingjobs.training.kubetrain.dev", "-o", "json").stdout
-    )
-    assert set(crd["status"]["storedVersions"]) == {"v1alpha1", "v1beta1"}
+    current = definition(deployed)
+    assert set(current["status"]["storedVersions"]) == {"v1alpha1", "v1beta1"}
     before = get(deployed, RESOURCE, ns, "tfjob-legacy")["metadata"]["resourceVersion"]
     result = migrate_storage(deployed)
     assert "rewritten as v1beta1; storedVersions is now [v1beta1]" in result.stdout
     after = get(deployed, RESOURCE, ns, "tfjob-legacy")
     assert after["metadata"]["resourceVersion"] != before, "the v1alpha1 encoding was rewritten"
     assert after["spec"]["runPolicy"]["managedBy"] == "example.com/elsewhere", "nothing lost on the way"
-    crd = json.loads(
-        deployed.kubectl("get", "crd", "trainingjobs.training.kubetrain.dev", "-o", "json").stdout
-    )
-    assert crd["status"]["storedVersions"] == ["v1beta1"]
+    current = definition(deployed)
+    assert current["status"]["storedVersions"] == ["v1beta1"]
     again = migrate_storage(deployed)
     assert ", 0 rewritten" in again.stdout, "objects already stored as v1beta1 are left alone"
 
@@ -288,13 +284,18 @@ def migrate_storage(d: Deployment) -> subprocess.CompletedProcess[str]:
     )
 
 
+def definition(d: Deployment) -> dict[str, Any]:
+    """The TrainingJob CRD as the apiserver has it now."""
+    return dict(json.loads(d.kubectl("get", "crd", crd.NAME, "-o", "json").stdout))
+
+
 def set_storage(d: Deployment, version: str) -> None:
-    crd = json.loads(d.kubectl("get", "crd", "trainingjobs.training.kubetrain.dev", "-o", "json").stdout)
+    current = definition(d)
     ops = [
         {"op": "replace", "path": f"/spec/versions/{i}/storage", "value": v["name"] == version}
-        for i, v in enumerate(crd["spec"]["versions"])
+        for i, v in enumerate(current["spec"]["versions"])
     ]
-    d.kubectl("patch", "crd", "trainingjobs.training.kubetrain.dev", "--type=json", "-p", json.dumps(ops))
+    d.kubectl("patch", "crd", crd.NAME, "--type=json", "-p", json.dumps(ops))
 
 
 # --- bad input -------------------------------------------------------------------------------------
@@ -358,34 +359,17 @@ def test_a_generated_job_with_a_mistyped_field_is_refused_with_its_path(
     doc.pop("status", None)
     numbers = [
         p
-        for p in _paths(doc["spec"], ("spec",))
-        if not {"template", "options"} & set(p) and type(_at(doc, p)) is int
+        for p in walk.json_paths(doc["spec"], ("spec",))
+        if not {"template", "options"} & set(p) and type(walk.at(doc, p)) is int
     ]
     first = next(iter(doc["spec"]["replicaSpecs"]))
     target = data.draw(st.sampled_from(numbers)) if numbers else ("spec", "replicaSpecs", first, "replicas")
-    parent = _at(doc, target[:-1])
+    parent = walk.at(doc, target[:-1])
     parent[target[-1]] = "not-a-number"
     result = deployed.cluster.kubectl("create", "-f", "-", input=json.dumps(doc), check=False)
     assert result.returncode != 0
     assert validation.format_path(target) in result.stderr
     assert deployed.manager.alive()
-
-
-def _paths(data: Any, prefix: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(data, dict):
-        for k, v in data.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(data, list):
-        for i, v in enumerate(data):
-            out += _paths(v, (*prefix, i))
-    return out
-
-
-def _at(doc: Any, path: tuple[Any, ...]) -> Any:
-    for key in path:
-        doc = doc[key]
-    return doc
 
 
 # --- least privilege -------------------------------------------------------------------------------

@@ -6,7 +6,6 @@ is ready, and the job's ssh Secret and hostfile exist.
 
 from __future__ import annotations
 
-import datetime
 import json
 import pathlib
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ import yaml
 from testkit import operator
 from testkit.jobs import SAMPLES, create, finish, pods, running_pods, wait_state
 
-from kubetrain.api import scheme
+from kubetrain.api import scheme, wire
 from kubetrain.operator.devcluster import cluster as devcluster
 
 SAMPLE_NAMES = sorted(p.stem for p in SAMPLES.glob("*.yaml"))
@@ -51,11 +50,13 @@ def test_the_mpi_launcher_starts_after_its_workers_are_ready(
     name = create(cluster, namespace, job)
     running = running_pods(cluster, namespace, name, replica_count(SAMPLES / "mpi-horovod.yaml"))
     launcher = next(p for n, p in running.items() if "-launcher-" in n)
-    created = _time(launcher["metadata"]["creationTimestamp"])
+    created = wire.parse_time(launcher["metadata"]["creationTimestamp"])
     for n, p in running.items():
         if "-worker-" in n:
             ready = next(c for c in p["status"]["conditions"] if c["type"] == "Ready")
-            assert _time(ready["lastTransitionTime"]) <= created, f"{n} was not ready before the launcher"
+            assert wire.parse_time(ready["lastTransitionTime"]) <= created, (
+                f"{n} was not ready before the launcher"
+            )
     secret = json.loads(cluster.kubectl("get", "secret", f"{name}-ssh", "-n", namespace, "-o", "json").stdout)
     assert {"authorized_keys"} <= set(secret["data"])
     config = json.loads(
@@ -63,7 +64,3 @@ def test_the_mpi_launcher_starts_after_its_workers_are_ready(
     )
     assert f"{name}-worker-0.{namespace}.svc slots=" in config["data"]["hostfile"]
     assert sorted(pods(cluster, namespace, name)) == sorted(running)
-
-
-def _time(value: str) -> datetime.datetime:
-    return datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))

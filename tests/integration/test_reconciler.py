@@ -38,6 +38,14 @@ class Caches:
             listed = await self.api.list(inf.resource, self.namespace)
             inf.store.replace(informer.strip_managed_fields(o) for o in listed["items"])
 
+    async def submit(self, job: v1beta1.TrainingJob) -> dict[str, Any]:
+        """Create ``job`` and let the caches see it (and everything else there now)."""
+        created: dict[str, Any] = await self.api.create(
+            client.TRAININGJOBS, scheme.encode(job), self.namespace
+        )
+        await self.snapshot()
+        return created
+
     def reconciler(self) -> trainingjob_controller.TrainingJobReconciler:
         return trainingjob_controller.TrainingJobReconciler(
             self.api, jobs=self.jobs, pods=self.pods, services=self.services, config_maps=self.config_maps
@@ -62,8 +70,7 @@ async def scenario(c: devcluster.Cluster, namespace: str) -> None:
         .replicas("Worker", 2)
         .build()
     )
-    await api.create(client.TRAININGJOBS, scheme.encode(job), namespace)
-    await caches.snapshot()
+    await caches.submit(job)
     request = reconcile.Request(namespace, "tj")
     expected = ["tj-chief-0", "tj-worker-0", "tj-worker-1"]
 
@@ -106,8 +113,7 @@ async def invalid(c: devcluster.Cluster, namespace: str) -> None:
     caches = Caches(api, namespace)
     # Valid for the schema, but tensorflow has no Launcher replica type.
     job = a_job("bad").framework("tensorflow").namespace(namespace).replicas("Launcher", 1).build()
-    await api.create(client.TRAININGJOBS, scheme.encode(job), namespace)
-    await caches.snapshot()
+    await caches.submit(job)
     await caches.reconciler().reconcile(reconcile.Request(namespace, "bad"))
     stored: dict[str, Any] = await api.get(client.TRAININGJOBS, "bad", namespace)
     (failed,) = stored["status"]["conditions"]
@@ -139,8 +145,7 @@ async def managed_elsewhere(c: devcluster.Cluster, namespace: str) -> None:
         .with_spec(run_policy=v1beta1.RunPolicy(managed_by="kueue.x-k8s.io/multikueue"))
         .build()
     )
-    created = await api.create(client.TRAININGJOBS, scheme.encode(job), namespace)
-    await caches.snapshot()
+    created = await caches.submit(job)
     result = await caches.reconciler().reconcile(reconcile.Request(namespace, "queued"))
     assert result == reconcile.Result()
     stored: dict[str, Any] = await api.get(client.TRAININGJOBS, "queued", namespace)

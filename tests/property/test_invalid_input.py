@@ -7,22 +7,11 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from testkit import strategies
+from testkit import strategies, walk
 
 from kubetrain.api import scheme, validation
 
 jobs = strategies.hub_jobs() | strategies.alpha_jobs()
-
-
-def paths(data: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(data, dict):
-        for k, v in data.items():
-            out += paths(v, (*prefix, k))
-    elif isinstance(data, list):
-        for i, v in enumerate(data):
-            out += paths(v, (*prefix, i))
-    return out
 
 
 def decode_or_reject(data: Any) -> None:
@@ -47,7 +36,7 @@ def test_any_single_mutation_is_accepted_or_rejected_cleanly(
     job: scheme.TrainingJob, data: st.DataObject
 ) -> None:
     doc = json.loads(json.dumps(scheme.encode(job)))
-    target = data.draw(st.sampled_from(paths(doc)[1:]))
+    target = data.draw(st.sampled_from(walk.json_paths(doc)[1:]))
     parent = doc
     for key in target[:-1]:
         parent = parent[key]
@@ -64,19 +53,13 @@ def test_any_single_mutation_is_accepted_or_rejected_cleanly(
 @given(jobs, st.data())
 def test_unknown_fields_are_named_with_their_path(job: scheme.TrainingJob, data: st.DataObject) -> None:
     doc = json.loads(json.dumps(scheme.encode(job)))
-    objects = [p for p in paths(doc) if isinstance(_at(doc, p), dict) and _typed(p)]
+    objects = [p for p in walk.json_paths(doc) if isinstance(walk.at(doc, p), dict) and _typed(p)]
     target = data.draw(st.sampled_from(objects))
-    _at(doc, target)["zzUnknown"] = True
+    walk.at(doc, target)["zzUnknown"] = True
     with pytest.raises(validation.ValidationError) as e:
         scheme.decode(doc)
     expected = validation.format_path((*target, "zzUnknown"))
     assert f"{expected}: unknown field" in str(e.value).splitlines()
-
-
-def _at(doc: Any, path: tuple[Any, ...]) -> Any:
-    for key in path:
-        doc = doc[key]
-    return doc
 
 
 FREE_FORM = {"template", "options", "labels", "annotations", "rdzvConf"}
