@@ -6,6 +6,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY api ./api
 COPY operator ./operator
+COPY devcluster ./devcluster
 RUN python -m venv /opt/kubetrain \
  && /opt/kubetrain/bin/pip install --upgrade pip setuptools \
  && /opt/kubetrain/bin/pip install .

@@ -28,16 +28,16 @@ install: $(VENV)/.deps ## create .venv and install kubetrain with its test tools
 
 .PHONY: lint
 lint: install ## ruff (lint and format) and mypy --strict
-	$(BIN)/ruff check api operator tests
-	$(BIN)/ruff format --check api operator tests
-	$(BIN)/mypy -p kubetrain.api -p kubetrain.operator
+	$(BIN)/ruff check api operator devcluster tests
+	$(BIN)/ruff format --check api operator devcluster tests
+	$(BIN)/mypy -p kubetrain.api -p kubetrain.operator -p kubetrain.devcluster
 
 .PHONY: manifests
 manifests: install ## regenerate config/crd from the API types
 	$(BIN)/kubetrain manifests
 
 .PHONY: control-plane
-control-plane: ## build (or reuse from ~/.cache/kubetrain) etcd, Kubernetes, kwok and kustomize from Go modules
+control-plane: ## build (or reuse from ~/.cache/kubetrain) etcd, Kubernetes, kwok, kustomize and a real node's parts
 	hack/build-control-plane.sh > .control-plane-path
 
 # The cluster tiers get exactly the binaries the build script printed.
@@ -69,14 +69,18 @@ realcode: install realcode-deps ## the realcode tier only: real framework proces
 	$(BIN)/pytest tests/realcode
 
 .PHONY: integration
-integration: install control-plane ## the cluster tiers only (integration and e2e)
-	$(BIN_PATH) $(BIN)/pytest tests/integration tests/e2e
+integration: install control-plane ## the cluster tiers only (integration, e2e and node)
+	$(BIN_PATH) $(BIN)/pytest tests/integration tests/e2e tests/node
+
+.PHONY: node
+node: install control-plane ## the node tier only: real kubelets and containers (as root)
+	$(BIN_PATH) $(BIN)/pytest tests/node
 
 .PHONY: test
 test: lint control-plane realcode-deps ## everything CI runs: lint, types, and every test tier
 	$(BIN)/kubetrain manifests --check
 	@# Cluster tiers last: their session-wide control planes then start only when needed.
-	$(BIN_PATH) $(BIN)/pytest --hypothesis-show-statistics $(PYTEST_ARGS) tests/unit tests/property tests/realcode tests/integration tests/e2e
+	$(BIN_PATH) $(BIN)/pytest --hypothesis-show-statistics $(PYTEST_ARGS) tests/unit tests/property tests/realcode tests/integration tests/e2e tests/node
 
 .PHONY: bench
 bench: install control-plane ## runtime benchmark: 10,000 pods, cache sync, RSS, no-op reconcile rate
@@ -93,7 +97,7 @@ dev: install control-plane ## a local control plane in the foreground (Ctrl-C st
 SAMPLE ?= samples/v1beta1/pytorch-ddp.yaml
 
 .PHONY: run
-run: install control-plane ## local cluster + CRD + kubetrain-operator + a sample, shown like `kubectl get tj -w`
+run: install control-plane ## a real node, config/default, a sample and its logs, shown like `kubectl get tj -w`
 	$(BIN_PATH) $(BIN)/kubetrain dev run $(SAMPLE)
 
 .PHONY: clean

@@ -79,8 +79,9 @@ from typing import Any
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from kubetrain.operator.devcluster import cluster as devcluster
-from kubetrain.operator.devcluster import kwok, pki, process
+from kubetrain.devcluster import cluster as devcluster
+from kubetrain.devcluster import kwok, process
+from kubetrain.operator import pki
 from kubetrain.operator.runtime import client
 
 # kr8s 0.20 knows Kubernetes up to 1.35; the local control plane runs 1.36.

@@ -123,7 +123,7 @@ def main() -> None:
     if args.operator:
         print(json.dumps(asyncio.run(operator(*args.operator, args.pods))))
         return
-    from kubetrain.operator.devcluster import cluster
+    from kubetrain.devcluster import cluster
 
     with cluster.start(cluster.Tier.APISERVER) as c:
         created = asyncio.run(create_pods(str(c.kubeconfig), "bench", args.pods))

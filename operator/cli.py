@@ -5,8 +5,8 @@ TrainingJob(s) in FILE (either API version; ``-`` reads standard input) — no c
 needed. ``kubetrain manifests`` regenerates the CRD from the API types, and the state
 diagram from the lifecycle's transition table; with ``--check`` it only reports whether
 the checked-in files are current. ``kubetrain migrate-storage`` rewrites every stored
-TrainingJob as v1beta1 (see ``migration``). ``kubetrain dev up|down|kubeconfig`` runs a
-local control plane (see ``devcluster.dev``). Bad input is
+TrainingJob as v1beta1 (see ``migration``). ``kubetrain dev up|run|down|kubeconfig`` runs a
+local cluster (``kubetrain.devcluster.dev``, imported only by those commands). Bad input is
 reported as ``error: path: message`` lines and exit status 1, never a traceback.
 """
 
@@ -23,7 +23,6 @@ import yaml
 
 from kubetrain.api import crd, scheme, validation
 from kubetrain.operator import lifecycle, migration, render
-from kubetrain.operator.devcluster import binaries, cluster, dev
 from kubetrain.operator.frameworks import registry
 from kubetrain.operator.runtime import client
 
@@ -38,8 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         validation.ValidationError,
         registry.UnknownFrameworkError,
         yaml.YAMLError,
-        OSError,
-        binaries.BinariesNotFoundError,
+        OSError,  # a missing binary of the local cluster too
         client.ApiError,
     ) as e:
         for line in str(e).splitlines():
@@ -68,33 +66,50 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_migrate_storage)
 
     p = sub.add_parser(
-        "dev", help="a local control plane (etcd, kube-apiserver, kwok nodes) for trying kubetrain"
+        "dev", help="a local cluster (control plane, kwok and real nodes) for trying kubetrain"
     )
     dev_sub = p.add_subparsers(required=True, metavar="ACTION")
     up = dev_sub.add_parser("up", help="start it and stay in the foreground until Ctrl-C")
-    up.add_argument("--tier", choices=[t.value for t in cluster.Tier], default=cluster.Tier.CLUSTER.value)
-    up.add_argument("--nodes", type=int, default=2, help="fake nodes (cluster tier)")
-    up.set_defaults(run=lambda a: dev.up(cluster.Tier(a.tier), a.nodes))
+    up.add_argument("--tier", choices=["apiserver", "cluster"], default="cluster")
+    up.add_argument("--nodes", type=int, default=2, help="kwok fake nodes (cluster tier)")
+    up.add_argument("--real-nodes", type=int, default=0, help="real nodes: kubelet + containerd (as root)")
+    up.set_defaults(run=lambda a: _dev().up(_tier(a.tier), a.nodes, real_nodes=a.real_nodes))
     run = dev_sub.add_parser(
-        "run", help="up, plus the CRD, kubetrain-operator and samples, watched like kubectl get -w"
+        "run", help="up, plus config/default, the samples, and their logs, watched like kubectl get -w"
     )
     run.add_argument("samples", nargs="*", type=pathlib.Path, help="TrainingJob files to apply")
     run.add_argument(
         "--config", type=pathlib.Path, default=pathlib.Path("config"), help="the repository's config/"
     )
-    run.add_argument("--nodes", type=int, default=2)
+    run.add_argument("--nodes", type=int, default=0, help="kwok fake nodes (2 if real nodes cannot start)")
+    run.add_argument("--real-nodes", type=int, default=1, help="real nodes (0: kwok only)")
     run.set_defaults(
-        run=lambda a: dev.up(cluster.Tier.CLUSTER, a.nodes, config_dir=a.config, samples=a.samples)
+        run=lambda a: _dev().up(
+            _tier("cluster"), a.nodes, real_nodes=a.real_nodes, config_dir=a.config, samples=a.samples
+        )
     )
-    dev_sub.add_parser("down", help="stop the running one").set_defaults(run=lambda a: dev.down())
+    dev_sub.add_parser("down", help="stop the running one").set_defaults(run=lambda a: _dev().down())
     dev_sub.add_parser("kubeconfig", help="print the path of its admin kubeconfig").set_defaults(
         run=_kubeconfig
     )
     return parser
 
 
+def _dev() -> Any:
+    # Dev tooling, imported only when asked for: the operator's own code never needs it.
+    from kubetrain.devcluster import dev
+
+    return dev
+
+
+def _tier(name: str) -> Any:
+    from kubetrain.devcluster import cluster
+
+    return cluster.Tier(name)
+
+
 def _kubeconfig(_args: argparse.Namespace) -> int:
-    path = dev.kubeconfig_path()
+    path = _dev().kubeconfig_path()
     if not path.exists():
         print("error: no dev cluster is up; run `kubetrain dev up`", file=sys.stderr)
         return 1

@@ -83,6 +83,10 @@ def _pod_failure(
         return Failure(pod=pod, failure_class=infra, reason=pod.disruption)
     if pod.node and not pod.node_exists:
         return Failure(pod=pod, failure_class=infra, reason="NodeLost")
+    if pod.phase == "Failed" and pod.deleted is not None:
+        # Deleted by someone else: a real kubelet kills its containers (137, 143) and reports the
+        # pod Failed before it is gone. The exit codes are the deletion's, not the user's.
+        return Failure(pod=pod, failure_class=infra, reason="PodDeleted")
     if pod.phase == "Failed":
         kubelet = next((r for r in pod.reasons if r in INFRASTRUCTURE_REASONS), None)
         if kubelet is not None:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kubetrain.api import crd
-from kubetrain.operator.devcluster import pki
+from kubetrain.operator import pki
 from kubetrain.operator.runtime import client
 
 __all__ = ["inject", "write"]

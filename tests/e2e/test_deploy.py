@@ -29,8 +29,8 @@ from testkit.jobs import RESOURCE, SAMPLES, finish, pods, running_pods, wait_sta
 from testkit.kube import eventually
 
 from kubetrain.api import crd, scheme, validation
-from kubetrain.operator.devcluster import cluster as devcluster
-from kubetrain.operator.devcluster import deploy, kwok, process
+from kubetrain.devcluster import cluster as devcluster
+from kubetrain.devcluster import deploy, kwok, process
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 NAMESPACE = deploy.NAMESPACE

@@ -13,7 +13,7 @@ import time
 
 from testkit.kube import eventually
 
-from kubetrain.operator.devcluster import binaries, process
+from kubetrain.devcluster import binaries, process
 
 
 def kubetrain(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -91,6 +91,8 @@ def test_run_shows_a_sample_reconciled_by_the_operator(tmp_path: pathlib.Path) -
     run = dev_process(
         env,
         "run",
+        "--real-nodes",
+        "0",
         "--nodes",
         "1",
         "--config",
@@ -135,7 +137,9 @@ def children_of(pid: int) -> list[int]:
 
 
 def test_a_killed_run_leaves_no_operator_behind(tmp_path: pathlib.Path) -> None:
-    run = dev_process(dev_env(tmp_path), "run", "--nodes", "1", "--config", str(ROOT / "config"))
+    run = dev_process(
+        dev_env(tmp_path), "run", "--real-nodes", "0", "--nodes", "1", "--config", str(ROOT / "config")
+    )
     assert run.stdout is not None
     for line in run.stdout:
         if "caches synced" in line:

@@ -10,8 +10,8 @@ from testkit import operator
 from testkit.jobs import RESOURCE, create, pods, running_pods, sample, wait_state
 from testkit.kube import eventually
 
-from kubetrain.operator.devcluster import cluster as devcluster
-from kubetrain.operator.devcluster import kwok, process
+from kubetrain.devcluster import cluster as devcluster
+from kubetrain.devcluster import kwok, process
 
 ATTEMPT = "training.kubetrain.dev/restart-attempt"
 

@@ -16,7 +16,7 @@ from testkit import operator
 from testkit.jobs import SAMPLES, create, finish, pods, running_pods, wait_state
 
 from kubetrain.api import scheme, wire
-from kubetrain.operator.devcluster import cluster as devcluster
+from kubetrain.devcluster import cluster as devcluster
 
 SAMPLE_NAMES = sorted(p.stem for p in SAMPLES.glob("*.yaml"))
 

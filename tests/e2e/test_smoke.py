@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from testkit.kube import eventually
 
-from kubetrain.operator.devcluster import cluster as devcluster
-from kubetrain.operator.devcluster import kwok, process
+from kubetrain.devcluster import cluster as devcluster
+from kubetrain.devcluster import kwok, process
 
 
 def pod_json(c: devcluster.Cluster, namespace: str, name: str) -> dict[str, Any] | None:
@@ -140,7 +140,7 @@ def test_no_process_outlives_a_killed_test_run(tmp_path: Any) -> None:
     # as when CI or a developer kills a hung test run.
     script = textwrap.dedent(f"""
         import json, sys, time
-        from kubetrain.operator.devcluster import cluster
+        from kubetrain.devcluster import cluster
         c = cluster.start(cluster.Tier.APISERVER, workdir=__import__("pathlib").Path({str(tmp_path)!r}))
         print(json.dumps(c.pids), flush=True)
         time.sleep(600)
@@ -155,3 +155,18 @@ def test_no_process_outlives_a_killed_test_run(tmp_path: Any) -> None:
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
     eventually("etcd and kube-apiserver to exit", lambda: not process.pids_alive(pids) or None, timeout=15)
+
+
+def test_a_component_that_exits_is_restarted_and_its_exit_logged(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    # As after an apiserver restart, when kube-scheduler exits on "Scheduler cache is corrupted".
+    scheduler = next(p for p in cluster.processes if p.name == "kube-scheduler")
+    old = scheduler.pid
+    assert old is not None
+    os.kill(old, signal.SIGKILL)
+    eventually("kube-scheduler to run again", lambda: scheduler.alive() and scheduler.pid != old, timeout=20)
+    log = (cluster.workdir / "logs" / "supervisor.log").read_text()
+    assert "kube-scheduler exited with status -9; restarting" in log
+    # And it schedules again: a new pod is bound and runs.
+    assert run_pod(cluster, namespace, "after-restart")["status"]["phase"] == "Running"

@@ -28,8 +28,8 @@ from testkit.jobs import (
 )
 from testkit.kube import eventually
 
-from kubetrain.operator.devcluster import cluster as devcluster
-from kubetrain.operator.devcluster import kwok
+from kubetrain.devcluster import cluster as devcluster
+from kubetrain.devcluster import kwok
 
 
 @pytest.fixture(scope="module", autouse=True)

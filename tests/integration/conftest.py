@@ -3,7 +3,7 @@
 import pytest
 from testkit import fixtures
 
-from kubetrain.operator.devcluster import cluster as devcluster
+from kubetrain.devcluster import cluster as devcluster
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from kubetrain.operator.devcluster import cluster as devcluster
+from kubetrain.devcluster import cluster as devcluster
 from kubetrain.operator.runtime import client
 
 

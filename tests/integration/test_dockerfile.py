@@ -23,8 +23,8 @@ import sys
 import attrs
 from testkit import operator
 
-from kubetrain.operator.devcluster import cluster as devcluster
-from kubetrain.operator.devcluster import process
+from kubetrain.devcluster import cluster as devcluster
+from kubetrain.devcluster import process
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from testkit.proxy import Proxy
 
-from kubetrain.operator.devcluster import cluster as devcluster
+from kubetrain.devcluster import cluster as devcluster
 from kubetrain.operator.runtime import cache, client, informer
 
 LABEL = {"app": "informer-test"}

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 from testkit.kube import eventually
 
-from kubetrain.operator.devcluster import cluster as devcluster
+from kubetrain.devcluster import cluster as devcluster
 
 TESTS = pathlib.Path(__file__).resolve().parents[1]
 LEASE_DURATION, RETRY_PERIOD = 15.0, 2.0

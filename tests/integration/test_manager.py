@@ -10,7 +10,7 @@ import httpx
 from testkit.builders import a_job
 
 from kubetrain.api import scheme
-from kubetrain.operator.devcluster import cluster as devcluster
+from kubetrain.devcluster import cluster as devcluster
 from kubetrain.operator.runtime import client, controller, manager, reconcile
 
 

@@ -10,8 +10,8 @@ import urllib.request
 
 from testkit.kube import eventually
 
-from kubetrain.operator.devcluster import cluster as devcluster
-from kubetrain.operator.devcluster import process
+from kubetrain.devcluster import cluster as devcluster
+from kubetrain.devcluster import process
 
 
 def get(port: int, path: str) -> tuple[int, str]:

@@ -13,8 +13,8 @@ from typing import Any
 from testkit.builders import a_job
 
 from kubetrain.api import scheme, v1beta1
+from kubetrain.devcluster import cluster as devcluster
 from kubetrain.operator import trainingjob_controller
-from kubetrain.operator.devcluster import cluster as devcluster
 from kubetrain.operator.runtime import cache, client, informer, reconcile
 
 SELECTOR = "training.kubetrain.dev/job-name"

@@ -15,7 +15,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from testkit.builders import a_job
 
 from kubetrain.api import scheme
-from kubetrain.operator.devcluster import cluster as devcluster
+from kubetrain.devcluster import cluster as devcluster
 
 TESTS = pathlib.Path(__file__).resolve().parents[1]
 

@@ -13,7 +13,7 @@ from testkit import kube as k
 from testkit.builders import a_job
 
 from kubetrain.api import scheme, v1beta1
-from kubetrain.operator.devcluster import cluster as devcluster
+from kubetrain.devcluster import cluster as devcluster
 
 CRD = "crd/trainingjobs.training.kubetrain.dev"
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import kr8s
 import pytest
 
-from kubetrain.operator.devcluster import cluster as devcluster
+from kubetrain.devcluster import cluster as devcluster
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

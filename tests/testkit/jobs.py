@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
-from kubetrain.operator.devcluster import cluster as devcluster
-from kubetrain.operator.devcluster import kwok
+from kubetrain.devcluster import cluster as devcluster
+from kubetrain.devcluster import kwok
 from testkit.kube import eventually
 
 SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "samples" / "v1beta1"

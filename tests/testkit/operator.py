@@ -10,8 +10,8 @@ from __future__ import annotations
 import urllib.request
 import uuid
 
-from kubetrain.operator.devcluster import cluster as devcluster
-from kubetrain.operator.devcluster import dev, process
+from kubetrain.devcluster import cluster as devcluster
+from kubetrain.devcluster import dev, process
 
 
 def start(

@@ -35,6 +35,12 @@ def failures(p: observed.Pod, counted: int = 0, grace: int | None = None) -> lis
         ),
         ({"phase": "Running", "node": "n", "node_exists": False}, INFRA, "NodeLost"),
         ({"phase": "Running", "gone": True}, INFRA, "PodDeleted"),
+        # What a real kubelet reports between `kubectl delete pod` and the pod's removal.
+        (
+            {"phase": "Failed", "exit_codes": {"main": 137}, "reasons": ("Error",), "deleted": NOW},
+            INFRA,
+            "PodDeleted",
+        ),
     ],
 )
 def test_each_pod_failure_gets_one_class(

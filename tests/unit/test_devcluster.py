@@ -11,7 +11,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from kubetrain.operator.devcluster import binaries, pki, process
+from kubetrain.devcluster import binaries, process
+from kubetrain.operator import pki
 
 
 def test_missing_binaries_fail_loudly_with_the_build_command(

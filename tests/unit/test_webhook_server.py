@@ -9,7 +9,7 @@ from typing import Any
 
 from cryptography import x509
 
-from kubetrain.operator.devcluster import pki
+from kubetrain.operator import pki
 from kubetrain.operator.runtime import servers
 
 

@@ -1,11 +1,15 @@
-"""``kubetrain dev up|run|down|kubeconfig``: a local control plane for people.
+"""``kubetrain dev up|run|down|kubeconfig``: a local cluster for people.
 
 ``up`` runs in the foreground until Ctrl-C (or ``dev down`` from another shell), so its
 processes can never be forgotten. The admin kubeconfig is copied to a stable path,
 ``$KUBETRAIN_CACHE/dev/kubeconfig``, printed by ``dev kubeconfig``. ``run`` does the
-same and also installs the CRD from ``config/crd``, starts ``kubetrain-operator``
-against the cluster, applies the given samples and shows them the way
-``kubectl get tj -w`` does.
+same and also deploys ``config/default``, applies the given samples and shows them the way
+``kubectl get tj -w`` does, with every replica's log lines as they are written.
+
+``run`` wants one real node: the operator then runs as the pods of its Deployment, from the
+image built here, and the samples' containers really run. Where a real node cannot start (not
+root, no mmdebstrap, ...) it says why and goes on with kwok nodes, where the operator runs as
+a local process and nothing runs in the pods.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from kubetrain.operator.devcluster import binaries, cluster, deploy, process
+from kubetrain.devcluster import binaries, cluster, deploy, images, process
 
 __all__ = ["down", "kubeconfig_path", "state_dir", "up"]
 
@@ -49,6 +53,7 @@ def up(
     tier: cluster.Tier,
     nodes: int,
     *,
+    real_nodes: int = 0,
     config_dir: pathlib.Path | None = None,
     samples: Sequence[pathlib.Path] = (),
 ) -> int:
@@ -62,7 +67,7 @@ def up(
     # `dev down` sends SIGTERM: treat it as Ctrl-C, so the same clean stop runs.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     started = time.monotonic()
-    c = cluster.start(tier, nodes=nodes)
+    c = _start(tier, nodes, real_nodes)
     helpers: dict[str, subprocess.Popen[bytes]] = {}
     try:
         state_dir().mkdir(parents=True, exist_ok=True)
@@ -70,19 +75,21 @@ def up(
         kubeconfig_path().chmod(0o600)
         _state_file().write_text(json.dumps({"pid": os.getpid(), "server": c.server, "tier": tier.value}))
         print(
-            f"kubetrain dev cluster ({tier.value}, {nodes} node(s)) up in {time.monotonic() - started:.1f}s "
-            f"at {c.server}"
+            f"kubetrain dev cluster ({tier.value}, {c.nodes} kwok node(s), {len(c.real_nodes)} real node(s)) "
+            f"up in {time.monotonic() - started:.1f}s at {c.server}"
         )
         print(f"export KUBECONFIG={kubeconfig_path()}")
         if config_dir is not None:
             helpers = _run_operator(c, config_dir, samples)
         print("Ctrl-C or `kubetrain dev down` stops it.", flush=True)
+        followed: set[str] = set()
         while True:
-            for p in c.processes:
-                p.check_alive()
+            # The cluster's supervisor restarts its components; only the helpers are ours.
             for name, h in helpers.items():
-                if h.poll() is not None:
+                if h.poll() is not None and not name.startswith("logs "):
                     raise process.StartError(f"{name} exited with status {h.returncode}")
+            if c.real_nodes and samples:
+                helpers.update(_follow_logs(c, followed))
             time.sleep(1)
     except KeyboardInterrupt:
         print("stopping", flush=True)
@@ -97,6 +104,31 @@ def up(
         c.stop()
         _state_file().unlink(missing_ok=True)
         kubeconfig_path().unlink(missing_ok=True)
+
+
+def _start(tier: cluster.Tier, nodes: int, real_nodes: int) -> cluster.Cluster:
+    if real_nodes and tier is cluster.Tier.CLUSTER:
+        try:
+            print(
+                f"starting {real_nodes} real node(s); the first run builds their images (a few minutes)",
+                flush=True,
+            )
+            return cluster.start(tier, nodes=nodes, real_nodes=real_nodes, timeout=180)
+        except (
+            process.StartError,
+            OSError,
+            images.BuildError,
+            binaries.BinariesNotFoundError,
+            RuntimeError,
+        ) as e:
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            print(
+                f"warning: a real node could not start ({first}); falling back to kwok nodes, "
+                "where pods are simulated and nothing runs in them",
+                file=sys.stderr,
+                flush=True,
+            )
+    return cluster.start(tier, nodes=nodes or 2)
 
 
 def operator_argv(c: cluster.Cluster, *flags: str) -> list[str]:
@@ -117,7 +149,27 @@ def operator_argv(c: cluster.Cluster, *flags: str) -> list[str]:
 def _run_operator(
     c: cluster.Cluster, config_dir: pathlib.Path, samples: Sequence[pathlib.Path]
 ) -> dict[str, subprocess.Popen[bytes]]:
-    """Deploy config/default, run the manager as its ServiceAccount, watch, apply the samples."""
+    """Deploy config/default and the manager; watch; apply the samples."""
+    helpers: dict[str, subprocess.Popen[bytes]] = {}
+    if c.real_nodes:
+        image = images.operator(config_dir.resolve().parent).ref
+        deploy.in_cluster(c, config_dir, image)
+        print(
+            f"deployed config/default with kustomize: {deploy.DEPLOYMENT} runs {image} on a real node, "
+            "its webhooks called through their Service",
+            flush=True,
+        )
+    else:
+        helpers["kubetrain-operator"] = _local_operator(c, config_dir)
+    watch = process.popen([c.bins["kubectl"], f"--kubeconfig={c.kubeconfig}", "get", "tj", "-A", "-w"])
+    helpers["kubectl get tj -w"] = watch
+    for sample in samples:
+        print(c.kubectl("apply", "-f", str(sample)).stdout.strip(), flush=True)
+    return helpers
+
+
+def _local_operator(c: cluster.Cluster, config_dir: pathlib.Path) -> subprocess.Popen[bytes]:
+    """The manager as a local process with the Deployment's ServiceAccount (kwok nodes)."""
     deploy.apply(c, deploy.overlay(c, config_dir))
     print("deployed config/default with kustomize (CRD, RBAC, webhooks)", flush=True)
     port = process.free_port()
@@ -137,11 +189,45 @@ def _run_operator(
         timeout=60,
         interval=0.5,
     )
-    print(f"kubetrain-operator runs as {deploy.NAMESPACE}/{deploy.SERVICE_ACCOUNT}", flush=True)
-    watch = process.popen([c.bins["kubectl"], f"--kubeconfig={c.kubeconfig}", "get", "tj", "-A", "-w"])
-    for sample in samples:
-        print(c.kubectl("apply", "-f", str(sample)).stdout.strip(), flush=True)
-    return {"kubetrain-operator": operator, "kubectl get tj -w": watch}
+    print(
+        f"kubetrain-operator runs as {deploy.NAMESPACE}/{deploy.SERVICE_ACCOUNT} (a local process)",
+        flush=True,
+    )
+    return operator
+
+
+def _follow_logs(c: cluster.Cluster, followed: set[str]) -> dict[str, subprocess.Popen[bytes]]:
+    """``kubectl logs -f --prefix`` for every TrainingJob pod that has started and is not followed yet."""
+    result = c.kubectl(
+        "get", "pods", "-A", "-l", "training.kubetrain.dev/job-name", "-o", "json", check=False
+    )
+    if result.returncode != 0:
+        return {}
+    started = {}
+    for pod in json.loads(result.stdout)["items"]:
+        key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}/{pod['metadata']['uid']}"
+        running = any(
+            "running" in s.get("state", {}) or "terminated" in s.get("state", {})
+            for s in pod.get("status", {}).get("containerStatuses", [])
+        )
+        if key in followed or not running:
+            continue
+        followed.add(key)
+        started[f"logs {key}"] = process.popen(
+            [
+                c.bins["kubectl"],
+                f"--kubeconfig={c.kubeconfig}",
+                "logs",
+                "-f",
+                "--prefix",
+                "--all-containers",
+                "-n",
+                pod["metadata"]["namespace"],
+                pod["metadata"]["name"],
+            ],
+            stderr=subprocess.DEVNULL,
+        )
+    return started
 
 
 def _webhooks_answer(c: cluster.Cluster) -> bool:

@@ -19,12 +19,9 @@ and they stay Terminating as on a real lost node.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
-from kubetrain.operator.devcluster import process
-
-if TYPE_CHECKING:
-    from kubetrain.operator.devcluster.cluster import Cluster
+from kubetrain.devcluster import process
+from kubetrain.devcluster.controlplane import ControlPlane
 
 __all__ = ["EXIT_CODE", "REASON", "STAGES", "evict_pod", "finish_pod", "lose_node", "restore_node", "start"]
 
@@ -145,7 +142,8 @@ spec:
 """
 
 
-def start(c: Cluster, timeout: float) -> None:
+def start(c: ControlPlane, timeout: float, *, nodes: int, lease_seconds: int = 0) -> None:
+    """kwok with ``nodes`` fake nodes; with ``lease_seconds``, it renews their Leases (heartbeats)."""
     stages = c.workdir / "kwok-stages.yaml"
     stages.write_text(STAGES)
     kwok = process.Process(
@@ -159,23 +157,24 @@ def start(c: Cluster, timeout: float) -> None:
             "--cidr=10.244.0.0/16",
             "--node-ip=127.0.0.1",
             f"--server-address=127.0.0.1:{process.free_port()}",
+            *([f"--node-lease-duration-seconds={lease_seconds}"] if lease_seconds else []),
         ],
         c.workdir / "logs" / "kwok.log",
     )
     kwok.start()
     c.processes.append(kwok)
-    for i in range(c.nodes):
+    for i in range(nodes):
         add_node(c, f"kwok-node-{i}")
     process.wait_until(
-        f"{c.nodes} kwok node(s) to be Ready",
-        lambda: _ready_nodes(c) >= c.nodes,
+        f"{nodes} kwok node(s) to be Ready",
+        lambda: _ready_nodes(c) >= nodes,
         timeout=timeout,
         watch=[kwok],
         interval=0.3,
     )
 
 
-def add_node(c: Cluster, name: str) -> None:
+def add_node(c: ControlPlane, name: str) -> None:
     node = {
         "apiVersion": "v1",
         "kind": "Node",
@@ -188,7 +187,7 @@ def add_node(c: Cluster, name: str) -> None:
     c.kubectl("apply", "-f", "-", input=json.dumps(node))
 
 
-def _ready_nodes(c: Cluster) -> int:
+def _ready_nodes(c: ControlPlane) -> int:
     out = c.kubectl("get", "nodes", "-o", "json").stdout
     ready = 0
     for node in json.loads(out)["items"]:
@@ -197,7 +196,7 @@ def _ready_nodes(c: Cluster) -> int:
     return ready
 
 
-def finish_pod(c: Cluster, namespace: str, pod: str, exit_code: int, reason: str | None = None) -> None:
+def finish_pod(c: ControlPlane, namespace: str, pod: str, exit_code: int, reason: str | None = None) -> None:
     """Make a running pod's containers exit with ``exit_code`` (and ``reason``)."""
     args = ["annotate", "pod", pod, "-n", namespace, "--overwrite", f"{EXIT_CODE}={exit_code}"]
     if reason:
@@ -205,7 +204,7 @@ def finish_pod(c: Cluster, namespace: str, pod: str, exit_code: int, reason: str
     c.kubectl(*args)
 
 
-def evict_pod(c: Cluster, namespace: str, pod: str) -> None:
+def evict_pod(c: ControlPlane, namespace: str, pod: str) -> None:
     """Evict through the Eviction API, as a drain or the descheduler would."""
     eviction = {
         "apiVersion": "policy/v1",
@@ -222,7 +221,7 @@ def evict_pod(c: Cluster, namespace: str, pod: str) -> None:
     )
 
 
-def lose_node(c: Cluster, node: str) -> None:
+def lose_node(c: ControlPlane, node: str) -> None:
     """The node's kubelet vanishes: its pods are evicted and stay Terminating.
 
     The NoExecute taint makes the taint-eviction controller mark every pod there
@@ -233,6 +232,6 @@ def lose_node(c: Cluster, node: str) -> None:
     c.kubectl("patch", "node", node, "--type=merge", "-p", json.dumps(patch))
 
 
-def restore_node(c: Cluster, node: str) -> None:
+def restore_node(c: ControlPlane, node: str) -> None:
     """Undo :func:`lose_node`: the node takes pods again."""
     c.kubectl("taint", "node", node, f"{LOST_TAINT}:NoExecute-", check=False)

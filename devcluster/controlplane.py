@@ -1,23 +1,22 @@
-"""Start and stop a local control plane in one of two tiers.
+"""The control plane: etcd, kube-apiserver, kube-controller-manager and kube-scheduler.
 
-``start(Tier.APISERVER)`` runs etcd and kube-apiserver, as envtest does. ``start(Tier.CLUSTER)``
-adds kube-controller-manager, kube-scheduler and kwok with ``nodes`` fake nodes. Both
-listen on free ports of 127.0.0.1 only, keep their state in a temporary directory, wait
-until they are healthy before returning, and write an admin kubeconfig (a client
-certificate in ``system:masters``). ``Cluster.stop()`` — or leaving the ``with`` block —
-stops every process and removes the directory.
+Each listens on a free port of one host address only — 127.0.0.1, or the host's end of a
+node network when real nodes need to reach it — keeps its state in the cluster's working
+directory, and is waited for until healthy. :func:`write_pki` makes the CA, the serving and
+client certificates and an admin kubeconfig (a client certificate in ``system:masters``).
+A :class:`~process.Supervisor` restarts a component that exits (kube-scheduler does, after an
+apiserver restart, on "Scheduler cache is corrupted"). Nodes — kwok's or real ones — are
+:mod:`.cluster`'s business.
 """
 
 from __future__ import annotations
 
 import base64
-import enum
 import json
 import pathlib
 import shutil
 import ssl
 import subprocess
-import tempfile
 import urllib.request
 from collections.abc import Callable, Sequence
 
@@ -25,10 +24,11 @@ import attrs
 import yaml
 
 from kubetrain.api import crd
-from kubetrain.operator.devcluster import binaries as binaries_
-from kubetrain.operator.devcluster import kwok, pki, process
+from kubetrain.devcluster import binaries as binaries_
+from kubetrain.devcluster import process
+from kubetrain.operator import pki
 
-__all__ = ["Cluster", "KubectlError", "Tier", "start"]
+__all__ = ["ControlPlane", "KubectlError"]
 
 SERVICE_CIDR = "10.0.0.0/24"
 # Controllers the tests rely on. node-lifecycle must run because taint eviction uses the pod
@@ -44,6 +44,12 @@ CONTROLLERS = (
     "pod-garbage-collector-controller",
     "root-ca-certificate-publisher-controller",
 )
+# What real nodes add: Services' endpoints for CoreDNS and kube-proxy, and Deployments.
+REAL_NODE_CONTROLLERS = (
+    "endpointslice-controller",
+    "deployment-controller",
+    "replicaset-controller",
+)
 NEVER = "87600h"
 
 
@@ -51,23 +57,19 @@ class KubectlError(RuntimeError):
     pass
 
 
-class Tier(enum.StrEnum):
-    APISERVER = "apiserver"
-    CLUSTER = "cluster"
-
-
 @attrs.define
-class Cluster:
-    tier: Tier
+class ControlPlane:
     workdir: pathlib.Path
     bins: binaries_.Binaries
-    nodes: int
+    # The one address every component listens on.
+    host: str = "127.0.0.1"
     server: str = ""
     etcd_url: str = ""
     apiserver_args: tuple[str, ...] = ()
     processes: list[process.Process] = attrs.field(factory=list)
     _owns_workdir: bool = True
     _apiserver_ready: Callable[[], bool] | None = None
+    _supervisor: process.Supervisor | None = None
 
     @property
     def kubeconfig(self) -> pathlib.Path:
@@ -152,66 +154,43 @@ class Cluster:
         post("/v3/kv/compaction", {"revision": str(revision), "physical": True})
         return revision
 
+    def supervise(self) -> None:
+        """From now on, restart what exits (see :class:`process.Supervisor`)."""
+        self._supervisor = process.Supervisor(self.processes, self.workdir / "logs" / "supervisor.log")
+        self._supervisor.start()
+
     def stop(self) -> None:
+        self.stop_processes()
+        self.remove_workdir()
+
+    def stop_processes(self) -> None:
+        if self._supervisor is not None:
+            self._supervisor.pause()
         for p in reversed(self.processes):
             p.stop()
+        if self._supervisor is not None:
+            self._supervisor.stop()
         self.processes.clear()
+
+    def remove_workdir(self) -> None:
         if self._owns_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
-    def __enter__(self) -> Cluster:
+    def __enter__(self) -> ControlPlane:
         return self
 
     def __exit__(self, *_exc: object) -> None:
         self.stop()
 
 
-def start(
-    tier: Tier = Tier.CLUSTER,
-    *,
-    nodes: int = 2,
-    workdir: pathlib.Path | None = None,
-    bins: binaries_.Binaries | None = None,
-    timeout: float = 90,
-    apiserver_args: tuple[str, ...] = (),
-) -> Cluster:
-    """Start a control plane; on any failure, stop what was started and raise StartError."""
-    owns = workdir is None
-    wd = pathlib.Path(tempfile.mkdtemp(prefix="kubetrain-cp-")) if workdir is None else workdir
-    wd.mkdir(parents=True, exist_ok=True)
-    cluster = Cluster(
-        tier=tier,
-        workdir=wd,
-        bins=bins or binaries_.find(),
-        nodes=nodes,
-        owns_workdir=owns,
-        apiserver_args=apiserver_args,
-    )
-    try:
-        _start(cluster, timeout)
-    except BaseException:
-        cluster.stop()
-        raise
-    return cluster
-
-
-def _start(c: Cluster, timeout: float) -> None:
-    certs = _write_pki(c.workdir)
-    etcd_url = _start_etcd(c, timeout)
-    _start_apiserver(c, etcd_url, certs, timeout)
-    if c.tier is Tier.CLUSTER:
-        _start_controller_manager(c, certs, timeout)
-        _start_scheduler(c, timeout)
-        kwok.start(c, timeout)
-
-
-def _write_pki(wd: pathlib.Path) -> dict[str, pathlib.Path]:
+def write_pki(wd: pathlib.Path, host: str) -> dict[str, pathlib.Path]:
     ca = pki.new_ca("kubetrain-local-ca")
     serving = pki.issue(
         ca,
         "kube-apiserver",
         server=True,
         hosts=(
+            host,
             "127.0.0.1",
             "localhost",
             "10.0.0.1",
@@ -222,6 +201,10 @@ def _write_pki(wd: pathlib.Path) -> dict[str, pathlib.Path]:
         ),
     )
     admin = pki.issue(ca, "kubetrain-admin", organizations=("system:masters",), client=True)
+    # The apiserver's identity towards kubelets (logs, exec); kubelets trust the same CA.
+    kubelet_client = pki.issue(
+        ca, "kube-apiserver-kubelet-client", organizations=("system:masters",), client=True
+    )
     sa_key, sa_pub = pki.signing_key()
     files = {
         "ca.crt": ca.cert_pem,
@@ -230,6 +213,8 @@ def _write_pki(wd: pathlib.Path) -> dict[str, pathlib.Path]:
         "apiserver.key": serving.key_pem,
         "admin.crt": admin.cert_pem,
         "admin.key": admin.key_pem,
+        "kubelet-client.crt": kubelet_client.cert_pem,
+        "kubelet-client.key": kubelet_client.key_pem,
         "sa.key": sa_key,
         "sa.pub": sa_pub,
     }
@@ -244,7 +229,7 @@ def _write_pki(wd: pathlib.Path) -> dict[str, pathlib.Path]:
     return paths
 
 
-def _start_etcd(c: Cluster, timeout: float) -> str:
+def start_etcd(c: ControlPlane, timeout: float) -> str:
     client, peer = process.free_port(), process.free_port()
     url = f"http://127.0.0.1:{client}"
     etcd = process.Process(
@@ -275,17 +260,17 @@ def _start_etcd(c: Cluster, timeout: float) -> str:
     return url
 
 
-def _start_apiserver(c: Cluster, etcd_url: str, certs: dict[str, pathlib.Path], timeout: float) -> None:
-    port = process.free_port()
-    c.server = f"https://127.0.0.1:{port}"
+def start_apiserver(c: ControlPlane, etcd_url: str, certs: dict[str, pathlib.Path], timeout: float) -> None:
+    port = process.free_port(c.host)
+    c.server = f"https://{c.host}:{port}"
     apiserver = process.Process(
         "kube-apiserver",
         [
             c.bins["kube-apiserver"],
             f"--etcd-servers={etcd_url}",
             f"--secure-port={port}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
+            f"--bind-address={c.host}",
+            f"--advertise-address={c.host}",
             f"--cert-dir={c.workdir / 'apiserver-certs'}",
             f"--tls-cert-file={certs['apiserver.crt']}",
             f"--tls-private-key-file={certs['apiserver.key']}",
@@ -300,6 +285,9 @@ def _start_apiserver(c: Cluster, etcd_url: str, certs: dict[str, pathlib.Path], 
             # New nodes would wait for node-lifecycle to lift a not-ready taint; kwok nodes are ready at once.
             "--disable-admission-plugins=TaintNodesByCondition",
             "--enable-priority-and-fairness=false",
+            f"--kubelet-client-certificate={certs['kubelet-client.crt']}",
+            f"--kubelet-client-key={certs['kubelet-client.key']}",
+            "--kubelet-preferred-address-types=InternalIP",
             "--v=1",
             *c.apiserver_args,
         ],
@@ -319,7 +307,7 @@ def _start_apiserver(c: Cluster, etcd_url: str, certs: dict[str, pathlib.Path], 
     process.wait_until("kube-apiserver to be ready", ready, timeout=timeout, watch=[apiserver])
 
 
-def _write_kubeconfig(c: Cluster, certs: dict[str, pathlib.Path]) -> None:
+def _write_kubeconfig(c: ControlPlane, certs: dict[str, pathlib.Path]) -> None:
     def b64(name: str) -> str:
         return base64.b64encode(certs[name].read_bytes()).decode()
 
@@ -345,15 +333,23 @@ def _write_kubeconfig(c: Cluster, certs: dict[str, pathlib.Path]) -> None:
     c.kubeconfig.chmod(0o600)
 
 
-def _component(c: Cluster, name: str, argv: Sequence[str]) -> process.Process:
+def component(c: ControlPlane, name: str, argv: Sequence[str]) -> process.Process:
     p = process.Process(name, argv, c.workdir / "logs" / f"{name}.log")
     p.start()
     c.processes.append(p)
     return p
 
 
-def _start_controller_manager(c: Cluster, certs: dict[str, pathlib.Path], timeout: float) -> None:
-    kcm = _component(
+def start_controller_manager(
+    c: ControlPlane,
+    certs: dict[str, pathlib.Path],
+    timeout: float,
+    *,
+    controllers: Sequence[str] = CONTROLLERS,
+    node_grace: str = NEVER,
+) -> None:
+    """``node_grace``: how long a node may go without a heartbeat before it is NotReady."""
+    kcm = component(
         c,
         "kube-controller-manager",
         [
@@ -361,7 +357,7 @@ def _start_controller_manager(c: Cluster, certs: dict[str, pathlib.Path], timeou
             f"--kubeconfig={c.kubeconfig}",
             f"--authentication-kubeconfig={c.kubeconfig}",
             f"--authorization-kubeconfig={c.kubeconfig}",
-            f"--controllers={','.join(CONTROLLERS)}",
+            f"--controllers={','.join(controllers)}",
             "--leader-elect=false",
             "--bind-address=127.0.0.1",
             f"--secure-port={process.free_port()}",
@@ -369,8 +365,8 @@ def _start_controller_manager(c: Cluster, certs: dict[str, pathlib.Path], timeou
             f"--root-ca-file={certs['ca.crt']}",
             "--use-service-account-credentials=false",
             "--concurrent-gc-syncs=5",
-            f"--node-monitor-grace-period={NEVER}",
-            f"--node-startup-grace-period={NEVER}",
+            f"--node-monitor-grace-period={node_grace}",
+            f"--node-startup-grace-period={NEVER if node_grace == NEVER else '60s'}",
             "--v=1",
         ],
     )
@@ -384,9 +380,9 @@ def _start_controller_manager(c: Cluster, certs: dict[str, pathlib.Path], timeou
     )
 
 
-def _start_scheduler(c: Cluster, timeout: float) -> None:
+def start_scheduler(c: ControlPlane, timeout: float) -> None:
     port = process.free_port()
-    scheduler = _component(
+    scheduler = component(
         c,
         "kube-scheduler",
         [

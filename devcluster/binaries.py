@@ -1,8 +1,10 @@
-"""Where the control-plane binaries are: built by ``hack/build-control-plane.sh``.
+"""Where the local cluster's binaries are: built by ``hack/build-control-plane.sh`` and
+``hack/build-node.sh``, or installed from Debian (runc, the CNI plugins).
 
 Search order: the directories in ``KUBETRAIN_BIN_PATH`` (``os.pathsep``-separated; the
-Makefile sets it to exactly what the build script printed), then the build cache
-(``$KUBETRAIN_CACHE``, default ``~/.cache/kubetrain``), newest version first, then ``PATH``.
+Makefile sets it to exactly what the build scripts printed), then the build cache
+(``$KUBETRAIN_CACHE``, default ``~/.cache/kubetrain``), newest version first, then Debian's
+CNI plugin directory, then ``PATH``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import shutil
 
 import attrs
 
-__all__ = ["NAMES", "Binaries", "BinariesNotFoundError", "find"]
+__all__ = ["NAMES", "NODE_NAMES", "Binaries", "BinariesNotFoundError", "find"]
 
 NAMES = (
     "etcd",
@@ -23,6 +25,19 @@ NAMES = (
     "kubectl",
     "kwok",
     "kustomize",
+)
+# What real nodes add (hack/build-node.sh); ``host-local`` stands for Debian's CNI plugins (not
+# ``bridge``: iproute2 has a command of that name in /usr/sbin).
+NODE_NAMES = (
+    "kubelet",
+    "kube-proxy",
+    "containerd",
+    "containerd-shim-runc-v2",
+    "ctr",
+    "coredns",
+    "pause",
+    "runc",
+    "host-local",
 )
 
 
@@ -53,7 +68,7 @@ def _search_dirs() -> list[pathlib.Path]:
     cache = cache_dir()
     for component in ("k8s", "etcd"):
         dirs += sorted(cache.glob(f"{component}/*/bin"), key=_version_key, reverse=True)
-    dirs.append(cache / "tools" / "bin")
+    dirs += [cache / "tools" / "bin", cache / "node" / "bin", pathlib.Path("/usr/lib/cni")]
     return dirs
 
 
@@ -75,6 +90,7 @@ def find(names: tuple[str, ...] = NAMES) -> Binaries:
         searched = "\n  ".join(str(d) for d in dirs)
         raise BinariesNotFoundError(
             f"control-plane binaries not found: {', '.join(missing)}.\n"
-            f"Build them with `hack/build-control-plane.sh` (or `make control-plane`). Searched:\n  {searched}"
+            "Build them with `hack/build-control-plane.sh` and `hack/build-node.sh` (or `make control-plane`)."
+            f" Searched:\n  {searched}"
         )
     return Binaries(found)

@@ -1,0 +1,197 @@
+"""kubetrain deployed on a local cluster the way a user deploys it: ``config/default``.
+
+:func:`apply` builds the overlay with kustomize and applies it server-side. A local
+cluster has neither cert-manager nor the Prometheus Operator, so their objects (the
+overlay's optional, tagged parts) are left out unless ``optional=True``. Then, either:
+
+- on real nodes, :func:`in_cluster`: the manager runs as the pods of its Deployment, from
+  the operator image built here (``kustomize edit set image`` done on the built overlay),
+  and :func:`issue_serving_certificate` does what cert-manager and its CA injector would —
+  the ``webhook-server-cert`` Secret the Deployment mounts, and the CA in the CRD and the
+  ValidatingWebhookConfiguration — so the apiserver calls the webhooks through the Service
+  and both replicas serve them;
+- on kwok nodes, the manager runs as a local process holding the Deployment's ServiceAccount
+  token (:func:`service_account_kubeconfig`), so RBAC applies to it as in a cluster, with
+  ``--webhook-self-signed``; since the apiserver cannot reach a local process through the
+  webhook Service, :func:`point_webhooks_at` gives the CRD's conversion webhook and the
+  validating webhooks a URL on 127.0.0.1 instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import pathlib
+import subprocess
+
+import yaml
+
+from kubetrain.api import crd
+from kubetrain.devcluster import controlplane, process
+from kubetrain.operator import pki, webhooks
+
+__all__ = [
+    "NAMESPACE",
+    "OPTIONAL_KINDS",
+    "apply",
+    "in_cluster",
+    "issue_serving_certificate",
+    "manager_flags",
+    "overlay",
+    "point_webhooks_at",
+    "service_account_kubeconfig",
+]
+
+NAMESPACE = "kubetrain-system"
+SERVICE_ACCOUNT = "kubetrain-controller-manager"
+DEPLOYMENT = "kubetrain-controller-manager"
+WEBHOOK_SERVICE = "kubetrain-webhook-service"
+# The Secret the Deployment mounts and cert-manager's Certificate writes (no prefix: kustomize does not
+# rename a Secret it does not build).
+SERVING_SECRET = "webhook-server-cert"
+OPTIONAL_KINDS = frozenset({"Certificate", "Issuer", "ServiceMonitor"})
+
+
+def overlay(c: controlplane.ControlPlane, config_dir: pathlib.Path) -> str:
+    """``kustomize build config/default``."""
+    return subprocess.run(
+        [c.bins["kustomize"], "build", str(config_dir / "default")],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+def apply(
+    c: controlplane.ControlPlane, manifest: str, *, optional: bool = False, image: str | None = None
+) -> None:
+    """Apply the overlay (without its optional parts, unless ``optional``) and wait for the CRD.
+
+    ``image`` replaces the manager's placeholder image, as ``kustomize edit set image`` would.
+    """
+    objects = [o for o in yaml.safe_load_all(manifest) if o and (optional or o["kind"] not in OPTIONAL_KINDS)]
+    if image is not None:
+        for o in objects:
+            if o["kind"] == "Deployment" and o["metadata"]["name"] == DEPLOYMENT:
+                for container in o["spec"]["template"]["spec"]["containers"]:
+                    if container["name"] == "manager":
+                        container["image"] = image
+    c.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(objects))
+    c.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{crd.NAME}")
+
+
+def point_webhooks_at(c: controlplane.ControlPlane, base: str) -> None:
+    """Send the apiserver's webhook calls to ``base`` (``https://127.0.0.1:<port>``)."""
+    crd_patch = {
+        "spec": {"conversion": {"webhook": {"clientConfig": {"service": None, "url": f"{base}/convert"}}}}
+    }
+    c.kubectl("patch", "crd", crd.NAME, "--type=merge", "-p", json.dumps(crd_patch))
+    vwc = json.loads(
+        c.kubectl("get", "validatingwebhookconfiguration", webhooks.CONFIGURATION_NAME, "-o", "json").stdout
+    )
+    ops = [
+        {
+            "op": "replace",
+            "path": f"/webhooks/{i}/clientConfig",
+            "value": {"url": f"{base}{w['clientConfig']['service']['path']}"},
+        }
+        for i, w in enumerate(vwc["webhooks"])
+        if "service" in w["clientConfig"]
+    ]
+    if ops:
+        c.kubectl(
+            "patch",
+            "validatingwebhookconfiguration",
+            webhooks.CONFIGURATION_NAME,
+            "--type=json",
+            "-p",
+            json.dumps(ops),
+        )
+
+
+def service_account_kubeconfig(c: controlplane.ControlPlane, path: pathlib.Path) -> pathlib.Path:
+    """A kubeconfig that authenticates as the manager's ServiceAccount (a bound token)."""
+    token = c.kubectl("create", "token", SERVICE_ACCOUNT, "-n", NAMESPACE, "--duration=24h").stdout.strip()
+    admin = yaml.safe_load(c.kubeconfig.read_text())
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "local", "cluster": admin["clusters"][0]["cluster"]}],
+        "users": [{"name": "manager", "user": {"token": token}}],
+        "contexts": [{"name": "manager", "context": {"cluster": "local", "user": "manager"}}],
+        "current-context": "manager",
+    }
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return path
+
+
+def manager_flags(kubeconfig: pathlib.Path, cert_dir: pathlib.Path, port: int) -> list[str]:
+    """The flags of the local manager: the ServiceAccount, its own CA, one leader."""
+    return [
+        f"--kubeconfig={kubeconfig}",
+        f"--webhook-port={port}",
+        f"--cert-dir={cert_dir}",
+        "--webhook-self-signed",
+        "--webhook-host=127.0.0.1",
+        "--leader-elect",
+        f"--leader-election-namespace={NAMESPACE}",
+    ]
+
+
+def issue_serving_certificate(c: controlplane.ControlPlane) -> None:
+    """cert-manager's part: the webhook Service's certificate in its Secret, and the CA injected."""
+    ca = pki.new_ca("kubetrain-webhook-ca")
+    service = f"{WEBHOOK_SERVICE}.{NAMESPACE}.svc"
+    serving = pki.issue(ca, "kubetrain-webhook", hosts=(service, f"{service}.cluster.local"), server=True)
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/tls",
+        "metadata": {"name": SERVING_SECRET, "namespace": NAMESPACE},
+        "data": {
+            "tls.crt": base64.b64encode(serving.cert_pem).decode(),
+            "tls.key": base64.b64encode(serving.key_pem).decode(),
+            "ca.crt": base64.b64encode(ca.cert_pem).decode(),
+        },
+    }
+    c.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(secret))
+    bundle = base64.b64encode(ca.cert_pem).decode()
+    crd_patch = {"spec": {"conversion": {"webhook": {"clientConfig": {"caBundle": bundle}}}}}
+    c.kubectl("patch", "crd", crd.NAME, "--type=merge", "-p", json.dumps(crd_patch))
+    vwc = json.loads(
+        c.kubectl("get", "validatingwebhookconfiguration", webhooks.CONFIGURATION_NAME, "-o", "json").stdout
+    )
+    ops = [
+        {"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": bundle}
+        for i in range(len(vwc["webhooks"]))
+    ]
+    c.kubectl(
+        "patch",
+        "validatingwebhookconfiguration",
+        webhooks.CONFIGURATION_NAME,
+        "--type=json",
+        "-p",
+        json.dumps(ops),
+    )
+
+
+def in_cluster(
+    c: controlplane.ControlPlane, config_dir: pathlib.Path, image: str, timeout: float = 180
+) -> None:
+    """``config/default`` with the manager as pods of its Deployment, from ``image``; wait until available."""
+    apply(c, overlay(c, config_dir), image=image)
+    issue_serving_certificate(c)
+    process.wait_until(
+        f"deployment/{DEPLOYMENT} to be available",
+        lambda: _available(c),
+        timeout=timeout,
+        interval=1,
+    )
+
+
+def _available(c: controlplane.ControlPlane) -> bool:
+    deployment = json.loads(c.kubectl("get", "deployment", DEPLOYMENT, "-n", NAMESPACE, "-o", "json").stdout)
+    status = deployment.get("status", {})
+    wanted = deployment["spec"].get("replicas", 1)
+    return bool(status.get("availableReplicas", 0) >= wanted and status.get("updatedReplicas", 0) >= wanted)

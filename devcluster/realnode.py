@@ -1,0 +1,332 @@
+"""Real nodes: a kubelet and its own containerd, per node, in the cluster's node network.
+
+Each node ``i`` is a kubelet registered as ``real-node-<i>`` with the InternalIP
+``network.node_ip(i)``, talking CRI to a containerd of its own (one containerd shared by two
+kubelets would let each kill the other's pods as orphans). Both run inside the namespaces of
+:mod:`.network`, so their mounts, pod sandboxes and containers end with the cluster. runc
+and the CNI plugins come from Debian; containerd, the kubelet and the pause program are built
+by ``hack/build-node.sh``. Images are loaded into each node's containerd from the archives
+:mod:`.images` builds, so nothing is pulled from a registry.
+
+What this machine needs from them (found by trying): the kubelet runs on cgroup v1 only with
+``failCgroupV1: false`` and the ``cgroupfs`` driver; containerd must not try to lower
+``oom_score_adj`` below its own (``restrict_oom_score_adj``), because processes here lack
+``CAP_SYS_RESOURCE`` and runc fails every sandbox otherwise. Each node's pods get a cgroup
+root of their own, ``/kubetrain/<slot>/<node>``, so two kubelets never manage the same
+cgroups; :func:`remove_cgroups` removes it when the cluster stops (and sweeps what a killed
+run left behind).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import pathlib
+import time
+from collections.abc import Sequence
+
+import attrs
+import yaml
+
+from kubetrain.devcluster import controlplane, images, network, process
+from kubetrain.operator import pki
+
+__all__ = ["RealNode", "cgroup_root", "remove_cgroups", "start"]
+
+CGROUP_V1 = pathlib.Path("/sys/fs/cgroup")
+LABEL = "kubetrain.dev/node"
+# A kubelet renews its Lease every quarter of this: NotReady within the grace period after it stops.
+LEASE_SECONDS = 8
+
+
+@attrs.define
+class RealNode:
+    name: str
+    index: int
+    ip: str
+    dir: pathlib.Path
+    containerd: process.Process
+    kubelet: process.Process
+
+    @property
+    def socket(self) -> pathlib.Path:
+        return self.dir / "containerd" / "containerd.sock"
+
+
+def node_name(index: int) -> str:
+    return f"real-node-{index}"
+
+
+def cgroup_root(slot: int, name: str = "") -> str:
+    return f"/kubetrain/{slot}/{name}".rstrip("/")
+
+
+def start(
+    cp: controlplane.ControlPlane,
+    net: network.NodeNetwork,
+    count: int,
+    archives: Sequence[pathlib.Path],
+    *,
+    timeout: float,
+) -> list[RealNode]:
+    """Start ``count`` nodes, load ``archives`` into each, and wait until every one is Ready."""
+    remove_cgroups(stale_only=True)
+    nodes = []
+    for i in range(count):
+        net.add_node_ip(i)
+        node = _start_containerd(cp, net, i, timeout)
+        nodes.append(node)
+        for archive in archives:
+            images.load(cp.bins["ctr"], str(node.socket), archive)
+        _start_kubelet(cp, net, node)
+    process.wait_until(
+        f"{count} real node(s) to be Ready",
+        lambda: all(_ready(cp, n.name) for n in nodes),
+        timeout=timeout,
+        watch=[p for n in nodes for p in (n.containerd, n.kubelet)],
+        interval=0.5,
+    )
+    return nodes
+
+
+def _ready(cp: controlplane.ControlPlane, name: str) -> bool:
+    result = cp.kubectl("get", "node", name, "-o", "json", check=False)
+    if result.returncode != 0:
+        return False
+    conditions = json.loads(result.stdout).get("status", {}).get("conditions", [])
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+def _start_containerd(
+    cp: controlplane.ControlPlane, net: network.NodeNetwork, index: int, timeout: float
+) -> RealNode:
+    name = node_name(index)
+    d = cp.workdir / "nodes" / name
+    for sub in ("containerd", "cni/net.d", "cni/ipam", "kubelet", "pki", "pod-logs"):
+        (d / sub).mkdir(parents=True, exist_ok=True)
+    (d / "cni" / "net.d" / "10-kubetrain.conflist").write_text(
+        network.cni_config(net, index, d / "cni" / "ipam")
+    )
+    config = d / "containerd.toml"
+    config.write_text(_containerd_config(cp, d))
+    containerd = process.Process(
+        f"containerd-{index}",
+        net.enter([cp.bins["containerd"], f"--config={config}", "--log-level=warn"]),
+        cp.workdir / "logs" / f"containerd-{index}.log",
+        env={**os.environ, "PATH": f"{pathlib.Path(cp.bins['containerd']).parent}:{os.environ['PATH']}"},
+    )
+    containerd.start()
+    cp.processes.append(containerd)
+    node = RealNode(
+        name=name,
+        index=index,
+        ip=net.node_ip(index),
+        dir=d,
+        containerd=containerd,
+        kubelet=process.Process(f"kubelet-{index}", [], cp.workdir / "logs" / f"kubelet-{index}.log"),
+    )
+    process.wait_until(f"containerd of {name}", node.socket.exists, timeout=timeout, watch=[containerd])
+    return node
+
+
+def _containerd_config(cp: controlplane.ControlPlane, d: pathlib.Path) -> str:
+    c = d / "containerd"
+    return f"""\
+version = 3
+root = '{c / "root"}'
+state = '{c / "state"}'
+disabled_plugins = ['io.containerd.nri.v1.nri']
+
+[grpc]
+  address = '{c / "containerd.sock"}'
+
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = 'overlayfs'
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = '{images.PAUSE_REF}'
+
+[plugins.'io.containerd.cri.v1.runtime']
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+    runtime_type = 'io.containerd.runc.v2'
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+      BinaryName = '{cp.bins["runc"]}'
+      Root = '{c / "runc"}'
+      SystemdCgroup = false
+  [plugins.'io.containerd.cri.v1.runtime'.cni]
+    bin_dirs = ['{pathlib.Path(cp.bins["host-local"]).parent}']
+    conf_dir = '{d / "cni" / "net.d"}'
+"""
+
+
+def _start_kubelet(cp: controlplane.ControlPlane, net: network.NodeNetwork, node: RealNode) -> None:
+    d = node.dir
+    kubeconfig = _kubelet_kubeconfig(cp, node)
+    root = cgroup_root(net.slot, node.name)
+    _make_cgroup(root)
+    config = {
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        "failCgroupV1": False,
+        "cgroupDriver": "cgroupfs",
+        "cgroupRoot": root,
+        "containerRuntimeEndpoint": f"unix://{node.socket}",
+        "address": node.ip,
+        "healthzBindAddress": node.ip,
+        "readOnlyPort": 0,
+        "authentication": {
+            "anonymous": {"enabled": False},
+            "webhook": {"enabled": False},
+            "x509": {"clientCAFile": str(cp.workdir / "pki" / "ca.crt")},
+        },
+        "authorization": {"mode": "AlwaysAllow"},
+        "clusterDNS": [net.dns_ip],
+        "clusterDomain": "cluster.local",
+        "resolvConf": str(_empty_resolv_conf(d)),
+        "podLogsDir": str(d / "pod-logs"),
+        "failSwapOn": False,
+        "nodeLeaseDurationSeconds": LEASE_SECONDS,
+        "nodeStatusUpdateFrequency": "2s",
+        "syncFrequency": "10s",
+        "imageGCHighThresholdPercent": 100,
+        "imageGCLowThresholdPercent": 99,
+        "evictionHard": {
+            "memory.available": "100Mi",
+            "nodefs.available": "1%",
+            "imagefs.available": "1%",
+            "nodefs.inodesFree": "1%",
+        },
+        "serializeImagePulls": False,
+        "registerNode": True,
+        "rotateCertificates": False,
+        "serverTLSBootstrap": False,
+    }
+    config_path = d / "kubelet.yaml"
+    config_path.write_text(yaml.safe_dump(config))
+    node.kubelet = process.Process(
+        f"kubelet-{node.index}",
+        net.enter(
+            [
+                cp.bins["kubelet"],
+                f"--config={config_path}",
+                f"--kubeconfig={kubeconfig}",
+                f"--root-dir={d / 'kubelet'}",
+                f"--cert-dir={d / 'pki'}",
+                f"--hostname-override={node.name}",
+                f"--node-ip={node.ip}",
+                f"--node-labels={LABEL}=real",
+                "--v=1",
+            ]
+        ),
+        cp.workdir / "logs" / f"kubelet-{node.index}.log",
+    )
+    node.kubelet.start()
+    cp.processes.append(node.kubelet)
+
+
+def _empty_resolv_conf(d: pathlib.Path) -> pathlib.Path:
+    # No upstream: nothing leaves this machine, so pods resolve cluster names only.
+    path = d / "resolv.conf"
+    path.write_text("")
+    return path
+
+
+def _kubelet_kubeconfig(cp: controlplane.ControlPlane, node: RealNode) -> pathlib.Path:
+    ca = pki.KeyPair(
+        (cp.workdir / "pki" / "ca.crt").read_bytes(), (cp.workdir / "pki" / "ca.key").read_bytes()
+    )
+    cert = pki.issue(ca, f"system:node:{node.name}", organizations=("system:nodes",), client=True)
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "kubelet",
+        "clusters": [
+            {
+                "name": "local",
+                "cluster": {
+                    "server": cp.server,
+                    "certificate-authority-data": base64.b64encode(ca.cert_pem).decode(),
+                },
+            }
+        ],
+        "users": [
+            {
+                "name": "kubelet",
+                "user": {
+                    "client-certificate-data": base64.b64encode(cert.cert_pem).decode(),
+                    "client-key-data": base64.b64encode(cert.key_pem).decode(),
+                },
+            }
+        ],
+        "contexts": [{"name": "kubelet", "context": {"cluster": "local", "user": "kubelet"}}],
+    }
+    path = node.dir / "kubelet.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return path
+
+
+def _hierarchies() -> list[pathlib.Path]:
+    return sorted(p for p in CGROUP_V1.iterdir() if p.is_dir() and (p / "cgroup.procs").exists())
+
+
+def _make_cgroup(root: str) -> None:
+    """Create ``root`` in every hierarchy; cpuset needs its CPUs and memory nodes copied down."""
+    for hierarchy in _hierarchies():
+        path = hierarchy
+        for part in root.strip("/").split("/"):
+            parent, path = path, path / part
+            path.mkdir(exist_ok=True)
+            for knob in ("cpuset.cpus", "cpuset.mems"):
+                if (path / knob).exists() and not (path / knob).read_text().strip():
+                    (path / knob).write_text((parent / knob).read_text())
+
+
+def remove_cgroups(slot: int | None = None, *, stale_only: bool = False) -> None:
+    """Remove ``/kubetrain/<slot>`` (every slot with ``None``) once no process is left in it.
+
+    With ``stale_only``, only slots whose node network is gone (a killed run's leftovers).
+    """
+    in_use = network.slots_in_use() if stale_only else set[int]()
+    for hierarchy in _hierarchies():
+        base = hierarchy / "kubetrain"
+        if not base.is_dir():
+            continue
+        for slot_dir in base.iterdir():
+            if not slot_dir.is_dir() or (slot is not None and slot_dir.name != str(slot)):
+                continue
+            if stale_only and slot_dir.name.isdigit() and int(slot_dir.name) in in_use:
+                continue
+            _rmdir_tree(slot_dir)
+
+
+def _rmdir_tree(path: pathlib.Path, timeout: float = 10) -> None:
+    # A cgroup directory goes with rmdir once it holds no process; its children first.
+    deadline = time.monotonic() + timeout
+    for child in sorted((p for p in path.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        _rmdir(child, deadline)
+    _rmdir(path, deadline)
+
+
+def _rmdir(path: pathlib.Path, deadline: float) -> None:
+    while True:
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def stop_kubelet(node: RealNode) -> None:
+    """The kubelet dies; its containers keep running, as on a node cut off from the cluster."""
+    node.kubelet.stop()
+
+
+def restart_kubelet(node: RealNode) -> None:
+    node.kubelet.start()

@@ -1,0 +1,92 @@
+"""Real nodes' pure parts: the address plan, the CNI network, image digests and archives."""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import pathlib
+import tarfile
+
+import attrs
+
+from kubetrain.devcluster import images, network, process
+
+
+def net(slot: int) -> network.NodeNetwork:
+    return network.NodeNetwork(
+        slot=slot, holder=process.Process("holder", [], pathlib.Path("/dev/null")), pid=1
+    )
+
+
+def test_every_address_is_private_and_distinct_per_slot_and_node() -> None:
+    seen: set[str] = set()
+    for slot in (1, 2, network.SLOTS[-1]):
+        n = net(slot)
+        addresses = [n.host_ip, n.gateway_ip, n.dns_ip, *(n.node_ip(i) for i in range(8))]
+        assert all(ipaddress.ip_address(a).is_private for a in addresses)
+        assert not seen & set(addresses)
+        seen |= set(addresses)
+        pods = ipaddress.ip_network(n.pod_cidr)
+        assert pods.is_private
+        assert all(ipaddress.ip_network(n.node_pod_cidr(i)).subnet_of(pods) for i in range(8))
+        assert not any(ipaddress.ip_address(a) in pods for a in addresses)
+
+
+def test_the_cni_network_gives_each_node_its_own_bridge_and_range(tmp_path: pathlib.Path) -> None:
+    configs = [json.loads(network.cni_config(net(3), i, tmp_path / str(i))) for i in range(2)]
+    bridges = [c["plugins"][0]["bridge"] for c in configs]
+    ranges = [c["plugins"][0]["ipam"]["ranges"][0][0]["subnet"] for c in configs]
+    assert bridges == ["ktbr0", "ktbr1"]
+    assert ranges == ["10.103.0.0/24", "10.103.1.0/24"]
+    # No masquerade: nothing is meant to leave the node network.
+    assert all(c["plugins"][0]["ipMasq"] is False for c in configs)
+    assert configs[1]["plugins"][0]["ipam"]["dataDir"] == str(tmp_path / "1")
+
+
+def test_the_digest_follows_the_recipe_and_every_byte_of_its_files(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "a.py").write_text("print(1)\n")
+    image = images.Image(name="x/y", tag="1", files=(("/opt/s", tmp_path / "scripts"),))
+    first = images.digest(image)
+    assert images.digest(image) == first
+    (tmp_path / "scripts" / "a.py").write_text("print(2)\n")
+    second = images.digest(image)
+    assert second != first
+    (tmp_path / "scripts" / "b.py").write_text("")
+    assert images.digest(image) != second
+    assert images.digest(attrs.evolve(image, packages=("python3",))) != images.digest(image)
+    # Bytecode caches are not content.
+    (tmp_path / "scripts" / "__pycache__").mkdir()
+    (tmp_path / "scripts" / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0")
+    before = images.digest(image)
+    assert images.digest(image) == before
+
+
+def test_an_image_without_packages_is_an_oci_layout_of_its_files(tmp_path: pathlib.Path) -> None:
+    program = tmp_path / "pause"
+    program.write_bytes(b"\x7fELF not really")
+    image = images.Image(
+        name="kubetrain.local/t", tag="1", files=(("/pause", program),), entrypoint=("/pause",)
+    )
+    archive = images.build(image, cache=tmp_path / "cache")
+    assert images.build(image, cache=tmp_path / "cache") == archive  # cached by content
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+        index = json.load(tar.extractfile("index.json"))  # type: ignore[arg-type]
+        (entry,) = index["manifests"]
+        assert entry["annotations"]["io.containerd.image.name"] == "kubetrain.local/t:1"
+        manifest_bytes = tar.extractfile(f"blobs/sha256/{entry['digest'].split(':')[1]}").read()  # type: ignore[union-attr]
+        assert hashlib.sha256(manifest_bytes).hexdigest() == entry["digest"].split(":")[1]
+        manifest = json.loads(manifest_bytes)
+        (layer,) = manifest["layers"]
+        layer_bytes = tar.extractfile(f"blobs/sha256/{layer['digest'].split(':')[1]}").read()  # type: ignore[union-attr]
+        assert hashlib.sha256(layer_bytes).hexdigest() == layer["digest"].split(":")[1]
+        config = json.loads(
+            tar.extractfile(f"blobs/sha256/{manifest['config']['digest'].split(':')[1]}").read()
+        )  # type: ignore[union-attr]
+    assert "oci-layout" in names
+    assert config["config"]["Entrypoint"] == ["/pause"]
+    assert config["rootfs"]["diff_ids"] == [layer["digest"]]
+    with tarfile.open(fileobj=__import__("io").BytesIO(layer_bytes)) as inner:
+        assert "./pause" in inner.getnames()
