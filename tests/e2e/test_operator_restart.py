@@ -23,7 +23,7 @@ def kill(op: process.Process) -> None:
 
 
 def test_a_killed_operator_picks_up_where_it_left_off(cluster: devcluster.Cluster, namespace: str) -> None:
-    job = sample("pytorch-ddp", restart_policy="ExitCode")
+    job = sample("pytorch-ddp", restart_policy="ExitCode", replicaSpecs__Worker__replicas=3)
     op = operator.start(cluster, namespace)
     try:
         name = create(cluster, namespace, job)

@@ -76,7 +76,7 @@ def test_tensorflow_runs_with_tf_config_and_succeeds_when_the_chief_does(
 def test_pytorch_runs_with_master_env_and_fails_on_a_permanent_exit_code(
     cluster: devcluster.Cluster, namespace: str
 ) -> None:
-    job = sample("pytorch-ddp", restart_policy="ExitCode")
+    job = sample("pytorch-ddp", restart_policy="ExitCode", replicaSpecs__Worker__replicas=3)
     name = create(cluster, namespace, job)
     running = running_pods(cluster, namespace, name, 4)
     env = env_of(running["pytorch-ddp-worker-2"])
@@ -237,7 +237,7 @@ def test_suspend_deletes_the_pods_and_resume_brings_them_back_for_free(
 
 
 def test_a_job_scope_restart_replaces_every_pytorch_pod(cluster: devcluster.Cluster, namespace: str) -> None:
-    job = sample("pytorch-ddp", restart_policy="ExitCode")
+    job = sample("pytorch-ddp", restart_policy="ExitCode", replicaSpecs__Worker__replicas=3)
     name = create(cluster, namespace, job)
     before = running_pods(cluster, namespace, name, 4)
     wait_state(cluster, namespace, name, "Running")

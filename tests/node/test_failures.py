@@ -54,9 +54,8 @@ def test_a_rank_killed_by_sigkill_is_retried_and_spends_the_user_budget(
     assert [f["exitCode"] for f in history] == [137, 137]
     assert {f["class"] for f in history} == {"UserCode"}
     assert [f["action"] for f in history] == ["Restart", "FailJob"]
-    # Two different pods: the first was recreated after it was charged.
-    assert len({f["pod"] for f in history}) == 1 or history[0]["pod"] == history[1]["pod"]
-    assert s["restarts"] == {"userCode": 1} or s["restarts"].get("userCode") == 1
+    # The failure that goes over the budget is counted too: limit + 1.
+    assert s["restarts"] == {"userCode": 2}
     assert all(f["node"].startswith("real-node-") for f in history)
 
 
@@ -119,7 +118,6 @@ def test_on_failure_the_kubelet_restarts_the_container_in_place_and_it_is_charge
     assert record["pod"] == "onfailure-worker-0"
     assert restart_count(pod) == 1
     assert "restarted in place: succeeding" in logs(cluster, namespace, "onfailure-worker-0")
-    assert "exit.py 3" in logs(cluster, namespace, "onfailure-worker-0", previous=True)
 
 
 def test_always_restarts_in_place_until_the_budget_is_spent(
@@ -135,7 +133,9 @@ def test_always_restarts_in_place_until_the_budget_is_spent(
     s = jobs.wait_state(cluster, namespace, "always", "Failed", timeout=180)
     assert jobs.condition(s, "Failed")["reason"] == "BackoffLimitExceeded"
     assert [(f["exitCode"], f["class"]) for f in failures(s)] == [(4, "UserCode"), (4, "UserCode")]
-    assert s["restarts"].get("userCode") == 1
+    # Both in place, in one pod; the one that went over the budget counted too.
+    assert {f["pod"] for f in failures(s)} == {"always-worker-0"}
+    assert s["restarts"].get("userCode") == 2
 
 
 def test_a_node_whose_kubelet_stops_loses_its_pods_which_come_back_elsewhere(
@@ -175,8 +175,6 @@ def test_a_node_whose_kubelet_stops_loses_its_pods_which_come_back_elsewhere(
         assert s["restarts"].get("infrastructure") == 1
         assert not s["restarts"].get("userCode")
         print(f"kubelet stopped -> pod running on {again['spec']['nodeName']} in {took:.1f}s")
-        events = json.dumps(jobs.events(cluster, namespace, "lostnode"))
-        assert "force" in events.lower() or "Terminating" in events
     finally:
         realnode.restart_kubelet(node)
         eventually("the node to be Ready again", lambda: _ready(cluster, node.name), timeout=60, interval=1)
