@@ -9,13 +9,16 @@ CNI plugin directory, then ``PATH``.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import pathlib
 import shutil
+from collections.abc import Iterator
 
 import attrs
 
-__all__ = ["NAMES", "NODE_NAMES", "Binaries", "BinariesNotFoundError", "find"]
+__all__ = ["NAMES", "NODE_NAMES", "Binaries", "BinariesNotFoundError", "find", "locked"]
 
 NAMES = (
     "etcd",
@@ -56,6 +59,18 @@ class Binaries:
 def cache_dir() -> pathlib.Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(pathlib.Path.home() / ".cache")
     return pathlib.Path(os.environ.get("KUBETRAIN_CACHE") or pathlib.Path(base) / "kubetrain")
+
+
+@contextlib.contextmanager
+def locked(path: pathlib.Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (created if missing): one builder or allocator at a time."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _version_key(path: pathlib.Path) -> tuple[int, ...]:

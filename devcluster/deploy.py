@@ -23,6 +23,8 @@ import base64
 import json
 import pathlib
 import subprocess
+from collections.abc import Callable
+from typing import Any
 
 import yaml
 
@@ -86,18 +88,30 @@ def point_webhooks_at(c: controlplane.ControlPlane, base: str) -> None:
         "spec": {"conversion": {"webhook": {"clientConfig": {"service": None, "url": f"{base}/convert"}}}}
     }
     c.kubectl("patch", "crd", crd.NAME, "--type=merge", "-p", json.dumps(crd_patch))
+    _patch_webhooks(
+        c,
+        lambda i, w: (
+            [
+                {
+                    "op": "replace",
+                    "path": f"/webhooks/{i}/clientConfig",
+                    "value": {"url": f"{base}{w['clientConfig']['service']['path']}"},
+                }
+            ]
+            if "service" in w["clientConfig"]
+            else []
+        ),
+    )
+
+
+def _patch_webhooks(
+    c: controlplane.ControlPlane, ops_for: Callable[[int, dict[str, Any]], list[dict[str, Any]]]
+) -> None:
+    """A JSON patch of the ValidatingWebhookConfiguration: ``ops_for(index, webhook)`` for each."""
     vwc = json.loads(
         c.kubectl("get", "validatingwebhookconfiguration", webhooks.CONFIGURATION_NAME, "-o", "json").stdout
     )
-    ops = [
-        {
-            "op": "replace",
-            "path": f"/webhooks/{i}/clientConfig",
-            "value": {"url": f"{base}{w['clientConfig']['service']['path']}"},
-        }
-        for i, w in enumerate(vwc["webhooks"])
-        if "service" in w["clientConfig"]
-    ]
+    ops = [op for i, w in enumerate(vwc["webhooks"]) for op in ops_for(i, w)]
     if ops:
         c.kubectl(
             "patch",
@@ -159,20 +173,8 @@ def issue_serving_certificate(c: controlplane.ControlPlane) -> None:
     bundle = base64.b64encode(ca.cert_pem).decode()
     crd_patch = {"spec": {"conversion": {"webhook": {"clientConfig": {"caBundle": bundle}}}}}
     c.kubectl("patch", "crd", crd.NAME, "--type=merge", "-p", json.dumps(crd_patch))
-    vwc = json.loads(
-        c.kubectl("get", "validatingwebhookconfiguration", webhooks.CONFIGURATION_NAME, "-o", "json").stdout
-    )
-    ops = [
-        {"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": bundle}
-        for i in range(len(vwc["webhooks"]))
-    ]
-    c.kubectl(
-        "patch",
-        "validatingwebhookconfiguration",
-        webhooks.CONFIGURATION_NAME,
-        "--type=json",
-        "-p",
-        json.dumps(ops),
+    _patch_webhooks(
+        c, lambda i, _w: [{"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": bundle}]
     )
 
 

@@ -19,8 +19,6 @@ the Dockerfile installs it).
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import io
 import json
@@ -30,7 +28,6 @@ import subprocess
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterator
 
 import attrs
 
@@ -171,7 +168,7 @@ def build(image: Image, *, cache: pathlib.Path | None = None) -> pathlib.Path:
     cache = cache or cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     archive = cache / f"{image.name.replace('/', '_')}-{digest(image)[:16]}.tar"
-    with _locked(cache / ".lock"):
+    with binaries.locked(cache / ".lock"):
         if archive.exists():
             return archive
         with tempfile.TemporaryDirectory(prefix="kubetrain-image-", dir=cache) as tmp:
@@ -184,16 +181,6 @@ def build(image: Image, *, cache: pathlib.Path | None = None) -> pathlib.Path:
             if stale != archive:
                 stale.unlink()
     return archive
-
-
-@contextlib.contextmanager
-def _locked(path: pathlib.Path) -> Iterator[None]:
-    with path.open("w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _run(argv: list[str], what: str) -> None:

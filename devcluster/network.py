@@ -28,13 +28,11 @@ host never does). Services' ClusterIPs are kube-proxy's iptables rules, inside t
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import ipaddress
 import json
 import pathlib
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import attrs
 
@@ -116,18 +114,6 @@ def slots_in_use() -> set[int]:
     return used
 
 
-@contextlib.contextmanager
-def _allocation_lock() -> Iterator[None]:
-    path = binaries.cache_dir() / "network.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def create(workdir: pathlib.Path, pause: pathlib.Path, service_cidr: str, timeout: float = 30) -> NodeNetwork:
     """Start the holder, wire the veth pair and addresses; on failure, undo and raise."""
     holder = process.Process(
@@ -156,7 +142,7 @@ def create(workdir: pathlib.Path, pause: pathlib.Path, service_cidr: str, timeou
         )
         pid = _child(holder)
         assert pid is not None
-        with _allocation_lock():
+        with binaries.locked(binaries.cache_dir() / "network.lock"):
             free = [s for s in SLOTS if s not in slots_in_use()]
             if not free:
                 raise NetworkError("no free 10.89.S.0/24 slot for a node network")
