@@ -110,7 +110,8 @@ def test_a_killed_real_node_cluster_leaves_nothing_behind(
 
     eventually("every process of the cluster to be gone", lambda: not process.pids_alive(inside), timeout=30)
     eventually("its PID namespace to be empty", lambda: not pids_in_pid_namespace(pid_ns), timeout=30)
-    assert f"kt-{slot}" not in links()
+    # The kernel tears a network namespace down after its last user is gone, asynchronously.
+    eventually("its veth to be gone", lambda: f"kt-{slot}" not in links(), timeout=60, interval=0.5)
     assert f"10.{100 + slot}.0.0/16" not in routes()
     assert f"10.89.{slot}." not in subprocess.run(["ip", "-o", "addr"], capture_output=True, text=True).stdout
     assert str(workdir) not in pathlib.Path("/proc/self/mountinfo").read_text()
