@@ -32,7 +32,7 @@ import yaml
 from kubetrain.devcluster import controlplane, images, network, process
 from kubetrain.operator import pki
 
-__all__ = ["RealNode", "cgroup_root", "remove_cgroups", "start"]
+__all__ = ["RealNode", "cgroup_root", "remove_cgroups", "restart_kubelet", "start", "stop_kubelet"]
 
 CGROUP_V1 = pathlib.Path("/sys/fs/cgroup")
 LABEL = "kubetrain.dev/node"
