@@ -26,10 +26,15 @@ import attrs
 
 from kubetrain.api import validation
 
-__all__ = ["Field", "JSONObject", "Rule", "openapi", "validated", "wire_name"]
+__all__ = ["Field", "JSONObject", "Rule", "is_json_object", "openapi", "validated", "wire_name"]
 
 JSONObject = Mapping[str, Any]
 """A free-form JSON object kept as it is (for example a pod template)."""
+
+
+def is_json_object(tp: Any) -> bool:
+    """Whether a field's type is a free-form :data:`JSONObject` (optional or annotated)."""
+    return bool(_unwrap(tp) == JSONObject)
 
 
 # Compared by identity: markers live inside type annotations, which must stay hashable.

@@ -7,6 +7,11 @@ string, and a key the type does not know is an error — never silently dropped.
 problem is reported as a :class:`~kubetrain.api.validation.ValidationError` whose paths
 use the wire spelling, e.g. ``spec.replicaSpecs.Worker.replicaz: unknown field``.
 Encoding omits ``None`` and defaults, except ``apiVersion`` and ``kind``.
+
+Free-form JSON (a pod template) is opaque here: it is taken and given back as it is,
+never walked, so no nesting depth can exhaust the interpreter's stack while decoding,
+converting or encoding a stored object. Encoded values share those objects with the
+typed value they came from; treat both as read-only.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from kubetrain.api import schema, validation
 
-__all__ = ["format_time", "parse_time", "structure", "unstructure"]
+__all__ = ["format_time", "json_name", "parse_time", "structure", "unstructure"]
 
 T = TypeVar("T")
 
@@ -47,7 +52,8 @@ _JSON_NAMES = {
 }
 
 
-def _json_name(value: Any) -> str:
+def json_name(value: Any) -> str:
+    """The JSON type of a decoded value, as users know it (``object``, ``array``, ...)."""
     return _JSON_NAMES.get(type(value), type(value).__name__)
 
 
@@ -68,7 +74,7 @@ def parse_time(value: str) -> datetime.datetime:
 
 def _parse_time(value: Any, _: Any) -> datetime.datetime:
     if not isinstance(value, str):
-        raise _MismatchError(f"expected an RFC 3339 timestamp, got {_json_name(value)}")
+        raise _MismatchError(f"expected an RFC 3339 timestamp, got {json_name(value)}")
     try:
         return parse_time(value)
     except ValueError as e:
@@ -81,7 +87,7 @@ def _strict(expected: type, label: str) -> Callable[[Any, Any], Any]:
         if isinstance(value, bool) != (expected is bool) or not isinstance(value, expected):
             if expected is float and isinstance(value, int) and not isinstance(value, bool):
                 return float(value)
-            raise _MismatchError(f"expected {label}, got {_json_name(value)}")
+            raise _MismatchError(f"expected {label}, got {json_name(value)}")
         return value
 
     return hook
@@ -98,7 +104,7 @@ def _structure_enum(value: Any, cls: type[enum.Enum]) -> Any:
 def _guard(check: type, label: str, inner: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     def hook(value: Any, tp: Any) -> Any:
         if not isinstance(value, check):
-            raise _MismatchError(f"expected {label}, got {_json_name(value)}")
+            raise _MismatchError(f"expected {label}, got {json_name(value)}")
         return inner(value, tp)
 
     return hook
@@ -128,7 +134,7 @@ def _make_converter() -> cattrs.Converter:
 
         def hook(value: Any, _: Any) -> Any:
             if not isinstance(value, list | tuple):
-                raise _MismatchError(f"expected array, got {_json_name(value)}")
+                raise _MismatchError(f"expected array, got {json_name(value)}")
             out: list[Any] = []
             errors: list[tuple[int | str, Exception]] = []
             for i, v in enumerate(value):
@@ -149,7 +155,7 @@ def _make_converter() -> cattrs.Converter:
 
         def hook(value: Any, _: Any) -> Any:
             if not isinstance(value, dict):
-                raise _MismatchError(f"expected object, got {_json_name(value)}")
+                raise _MismatchError(f"expected object, got {json_name(value)}")
             out: dict[Any, Any] = {}
             errors: list[tuple[int | str, Exception]] = []
             for k, v in value.items():
@@ -175,7 +181,11 @@ def _make_converter() -> cattrs.Converter:
 
     def attrs_unstructure(cls: type) -> Callable[[Any], Any]:
         overrides = {
-            a.name: override(rename=schema.wire_name(a), omit_if_default=a.name not in _ALWAYS_EMITTED)
+            a.name: override(
+                rename=schema.wire_name(a),
+                omit_if_default=a.name not in _ALWAYS_EMITTED,
+                unstruct_hook=_as_is if schema.is_json_object(a.type) else None,
+            )
             for a in attrs.fields(cls)
         }
         inner: Callable[[Any], Any] = typing.cast(Any, make_dict_unstructure_fn)(
@@ -194,6 +204,10 @@ def _make_converter() -> cattrs.Converter:
     c.register_unstructure_hook_factory(attrs.has, attrs_unstructure)
     c.register_unstructure_hook_factory(_is_tuple, lambda _: lambda v: [c.unstructure(i) for i in v])
     return c
+
+
+def _as_is(value: Any) -> Any:
+    return value
 
 
 class _ItemsError(Exception):

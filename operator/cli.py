@@ -22,7 +22,7 @@ from typing import Any, TextIO
 import yaml
 
 from kubetrain.api import crd, scheme, validation
-from kubetrain.operator import lifecycle, migration, render
+from kubetrain.operator import documents, lifecycle, migration, render
 from kubetrain.operator.frameworks import registry
 from kubetrain.operator.runtime import client
 
@@ -35,6 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.run(args))
     except (
         validation.ValidationError,
+        documents.DocumentError,
         registry.UnknownFrameworkError,
         yaml.YAMLError,
         OSError,  # a missing binary of the local cluster too
@@ -118,12 +119,15 @@ def _kubeconfig(_args: argparse.Namespace) -> int:
 
 
 def _render(args: argparse.Namespace) -> int:
-    text = sys.stdin.read() if args.file == "-" else pathlib.Path(args.file).read_text()
-    docs = [d for d in yaml.safe_load_all(text) if d is not None]
     objects: list[dict[str, Any]] = []
-    for doc in docs:
-        job = scheme.to_hub(scheme.decode(doc))
-        objects.extend(render.render(job, registry.default().get(job.spec.framework.name)))
+    for doc in documents.load(args.file):
+        try:
+            job = scheme.to_hub(scheme.decode(doc.data))
+            objects.extend(render.render(job, registry.default().get(job.spec.framework.name)))
+        except validation.ValidationError as e:
+            raise doc.explain(e) from None
+        except registry.UnknownFrameworkError as e:
+            raise doc.explain(validation.ValidationError.at(("spec", "framework", "name"), str(e))) from None
     _dump(objects, sys.stdout)
     return 0
 

@@ -15,7 +15,7 @@ from typing import Annotated, Any, ClassVar
 
 import attrs
 
-from kubetrain.api import meta, schema, validation
+from kubetrain.api import meta, podtemplate, schema, validation
 from kubetrain.api.v1beta1 import framework_types, groupversion_info, policy_types
 
 DNS1035_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
@@ -64,19 +64,9 @@ POD_TEMPLATE_SCHEMA = {
 
 
 def check_template(_instance: Any, _attribute: Any, template: Mapping[str, Any]) -> None:
-    spec = template.get("spec")
-    if not isinstance(spec, Mapping):
-        raise validation.ValidationError.at(("template", "spec"), "a pod template needs a spec")
-    containers = spec.get("containers")
-    if not isinstance(containers, list) or not containers:
-        raise validation.ValidationError.at(
-            ("template", "spec", "containers"), "a pod template needs at least one container"
-        )
-    for i, c in enumerate(containers):
-        if not isinstance(c, Mapping) or not isinstance(c.get("name"), str):
-            raise validation.ValidationError.at(
-                ("template", "spec", "containers", i, "name"), "every container needs a name"
-            )
+    found = podtemplate.errors(template)
+    if found:
+        raise validation.ValidationError(found)
 
 
 @attrs.frozen(kw_only=True, field_transformer=schema.validated)

@@ -11,9 +11,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import pathlib
 import ssl
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -84,6 +86,15 @@ class Server:
             self._runner = None
 
 
+# A review carries an object and, on updates, the old one: each up to the apiserver's 3 MiB
+# request limit. Past aiohttp's 1 MiB default the apiserver would get a 413, and the user an
+# InternalError instead of the webhook's answer naming the field.
+MAX_REVIEW_BYTES = 8 * 1024 * 1024
+# The apiserver decodes JSON nested up to 10,000 levels; Python's parser recurses once per
+# level, so the webhook must be able to read as deep to answer at all.
+_RECURSION_LIMIT = 12_000
+
+
 class WebhookServer:
     def __init__(
         self, cert_dir: pathlib.Path, port: int = 9443, host: str = "0.0.0.0", reload_interval: float = 2.0
@@ -91,7 +102,8 @@ class WebhookServer:
         self.cert_dir, self.reload_interval = cert_dir, reload_interval
         self.ssl_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self._loaded: tuple[float, float] | None = None
-        self._app = web.Application()
+        self._app = web.Application(client_max_size=MAX_REVIEW_BYTES)
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))
         self._server = Server(self._app, f"{host}:{port}", self.ssl_context)
         self._reloader: asyncio.Task[None] | None = None
         self.handlers: list[str] = []
@@ -105,7 +117,7 @@ class WebhookServer:
 
         async def handle(request: web.Request) -> web.Response:
             try:
-                body = await request.json()
+                body = json.loads(await request.read())
             except ValueError:
                 return web.json_response({"message": "the request body is not JSON"}, status=400)
             return web.json_response(await handler(body))

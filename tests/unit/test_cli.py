@@ -57,15 +57,45 @@ def test_render_reports_bad_input_without_a_traceback(tmp_path: pathlib.Path) ->
     result = kubetrain("render", str(bad))
     assert result.returncode == 1
     assert sorted(result.stderr.splitlines()) == [
-        "error: spec.foo: unknown field",
-        "error: spec.replicaSpecs[0].replicas: must be at least 0, got -2",
+        f"error: {bad}:6: spec.foo: unknown field",
+        f"error: {bad}:9: spec.replicaSpecs[0].replicas: must be at least 0, got -2",
     ]
 
 
 def test_render_names_an_unknown_framework() -> None:
     result = kubetrain("render", "-", stdin=LEGACY.replace("framework: tensorflow", "framework: theano"))
     assert result.returncode == 1
-    assert result.stderr.startswith("error: unknown framework 'theano'; registered: ")
+    assert result.stderr.startswith("error: <stdin>:5: spec.framework.name: unknown framework 'theano'; ")
+
+
+def test_render_points_at_the_line_of_a_field_inside_a_pod_template(tmp_path: pathlib.Path) -> None:
+    bad = tmp_path / "limits.yaml"
+    bad.write_text(
+        LEGACY.replace(
+            "image: tf}]}}\n  - replicaType: PS", "image: tf, resources: {limits: 3}}]}}\n  - replicaType: PS"
+        )
+    )
+    result = kubetrain("render", str(bad))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"error: {bad}:9: spec.replicaSpecs[0].template.spec.containers[0].resources.limits:"
+        " expected a map of resource quantities, got integer"
+    ]
+
+
+def test_render_names_the_file_line_and_column_of_malformed_yaml(tmp_path: pathlib.Path) -> None:
+    bad = tmp_path / "broken.yaml"
+    bad.write_text(LEGACY.replace("  framework: tensorflow", "  framework: [tensorflow"))
+    result = kubetrain("render", str(bad))
+    assert result.returncode == 1
+    assert result.stderr == f"error: {bad}:6:15: expected ',' or ']', but got ':'\n"
+    assert "Traceback" not in result.stderr
+
+
+def test_render_names_a_missing_file() -> None:
+    result = kubetrain("render", "no-such-file.yaml")
+    assert result.returncode == 1
+    assert result.stderr == "error: no-such-file.yaml: No such file or directory\n"
 
 
 def test_manifests_check_passes_on_the_repository() -> None:

@@ -70,3 +70,34 @@ async def scenario(tmp_path: pathlib.Path) -> None:
 
 def test_serves_tls_and_reloads_rotated_certificates(tmp_path: pathlib.Path) -> None:
     asyncio.run(scenario(tmp_path))
+
+
+async def large_and_deep(tmp_path: pathlib.Path) -> None:
+    ca = pki.new_ca("webhook-ca")
+    (tmp_path / "ca.crt").write_bytes(ca.cert_pem)
+    write_pair(tmp_path, ca)
+    server = servers.WebhookServer(tmp_path, port=0, host="127.0.0.1")
+
+    async def size(body: Any) -> Any:
+        return {"chars": len(body["image"]) if "image" in body else -1}
+
+    server.register("/convert", size)
+    await server.start()
+    try:
+        # A 3 MiB object: the apiserver's own request limit, well past aiohttp's 1 MiB default.
+        _, response = await served_serial(
+            server.port, tmp_path / "ca.crt", b'{"image": "%s"}' % (b"x" * (3 << 20))
+        )
+        assert response.split(b"\r\n")[0] == b"HTTP/1.1 200 OK"
+        assert response.endswith(b'{"chars": 3145728}')
+        # As deep as the apiserver decodes (10,000 levels): answered, not a 500.
+        deep = b'{"a":' * 10_000 + b"1" + b"}" * 10_000
+        _, response = await served_serial(server.port, tmp_path / "ca.crt", deep)
+        assert response.split(b"\r\n")[0] == b"HTTP/1.1 200 OK"
+        assert response.endswith(b'{"chars": -1}')
+    finally:
+        await server.stop()
+
+
+def test_reads_reviews_as_large_and_as_deep_as_the_apiserver_sends(tmp_path: pathlib.Path) -> None:
+    asyncio.run(large_and_deep(tmp_path))
