@@ -95,6 +95,21 @@ class ControlPlane:
             raise KubectlError(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
         return result
 
+    def wait_established(self, timeout: float = 60) -> None:
+        """Until the TrainingJob CRD is Established.
+
+        Not ``kubectl wait``: right after a create the CRD has no conditions yet, and
+        ``kubectl wait`` fails on that ("accessor error") instead of waiting.
+        """
+        query = '{.status.conditions[?(@.type=="Established")].status}'
+        process.wait_until(
+            "the TrainingJob CRD to be Established",
+            lambda: (
+                self.kubectl("get", "crd", crd.NAME, "-o", f"jsonpath={query}", check=False).stdout == "True"
+            ),
+            timeout=timeout,
+        )
+
     def install_crds(self, config_dir: pathlib.Path, timeout: float = 60) -> None:
         """Apply ``config_dir/crd/bases`` (kustomize build | kubectl apply), and wait until served.
 
@@ -111,12 +126,7 @@ class ControlPlane:
             text=True,
         ).stdout
         self.kubectl("apply", "--server-side", "-f", "-", input=manifest)
-        self.kubectl(
-            "wait",
-            "--for=condition=Established",
-            f"--timeout={timeout:.0f}s",
-            f"crd/{crd.NAME}",
-        )
+        self.wait_established(timeout)
         for version in ("v1beta1", "v1alpha1"):
             path = f"/apis/training.kubetrain.dev/{version}/trainingjobs?watch=1&timeoutSeconds=1"
             process.wait_until(

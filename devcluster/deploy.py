@@ -79,7 +79,7 @@ def apply(
                     if container["name"] == "manager":
                         container["image"] = image
     c.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(objects))
-    c.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{crd.NAME}")
+    c.wait_established()
 
 
 def point_webhooks_at(c: controlplane.ControlPlane, base: str) -> None:

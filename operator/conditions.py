@@ -13,13 +13,18 @@ import re
 
 from kubetrain.api import meta
 
-__all__ = ["is_true", "reason", "set_status"]
+__all__ = ["is_true", "reason", "set_status", "transition_time"]
 
 _NOT_REASON = re.compile(r"[^A-Za-z0-9_,:]")
 
 
 def is_true(conditions: tuple[meta.Condition, ...], ctype: str) -> bool:
     return any(c.type == ctype and c.is_true() for c in conditions)
+
+
+def transition_time(conditions: tuple[meta.Condition, ...], ctype: str) -> datetime.datetime | None:
+    """When the condition of type ``ctype`` last changed status, if it is there."""
+    return next((c.last_transition_time for c in conditions if c.type == ctype), None)
 
 
 def reason(text: str) -> str:

@@ -22,9 +22,14 @@ A step, in order:
    attempt, which makes every older pod stale.
 7. Stale and surplus pods are deleted; pods Terminating past the termination deadline are
    force-deleted.
-8. Missing replicas are created — only when no stale pod is left, so a new world never
+8. Refused creates (:attr:`Input.refused`, what the apiserver answered the last try) set
+   ``ReplicaFailure`` with the apiserver's message, hold further tries back (doubling,
+   1 s to 60 s), and fail the job with ``CreateRefused`` once a permanent refusal is older
+   than ``refusalGraceSeconds``. A spec changed meanwhile (templates may be mended while
+   pods are refused) is tried at once, as a new attempt, so no pod of the old spec stays.
+9. Missing replicas are created — only when no stale pod is left, so a new world never
    meets an old one, and not before the restart backoff has passed.
-9. ``Running`` once every replica runs (or has succeeded); ``Restarting`` until then.
+10. ``Running`` once every replica runs (or has succeeded); ``Restarting`` until then.
 
 Failures are counted per pod UID in ``status.countedFailures``, which is written before
 anything is acted on, so a failure seen again (the cache lags, a delete failed, the
@@ -43,9 +48,22 @@ import attrs
 from kubetrain.api import v1beta1
 from kubetrain.operator import conditions, naming, observed
 from kubetrain.operator.frameworks import framework as fw_contract
-from kubetrain.operator.policies import backoff, budget, classify, cleanup, deadline, failure, success, ttl
+from kubetrain.operator.policies import (
+    backoff,
+    budget,
+    classify,
+    cleanup,
+    deadline,
+    failure,
+    refusal,
+    success,
+    ttl,
+)
 
-__all__ = ["TRANSITIONS", "Decision", "Defaults", "Delete", "Event", "Input", "diagram", "step"]
+__all__ = ["TRANSITIONS", "Decision", "Defaults", "Delete", "Event", "Input", "Refused", "diagram", "step"]
+
+# failurePolicy.refusalGraceSeconds when the job does not say.
+DEFAULT_REFUSAL_GRACE_SECONDS = 300
 
 S = v1beta1.JobState
 C = v1beta1.ConditionType
@@ -122,6 +140,18 @@ def _matches(replica_type: str, patterns: tuple[str, ...]) -> bool:
 
 
 @attrs.frozen(kw_only=True)
+class Refused:
+    """One object of the job the apiserver refused to create, at the last try."""
+
+    kind: str  # Pod, Service, ConfigMap, Secret
+    name: str
+    status: int  # HTTP status of the refusal
+    message: str  # the apiserver's
+    at: datetime.datetime
+    generation: int | None = None  # of the spec the object was rendered from
+
+
+@attrs.frozen(kw_only=True)
 class Input:
     name: str
     generation: int | None = None
@@ -130,6 +160,7 @@ class Input:
     pods: tuple[observed.Pod, ...]
     defaults: Defaults
     now: datetime.datetime
+    refused: tuple[Refused, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -161,7 +192,7 @@ def step(inp: Input) -> Decision:
     return _Step(inp).run()
 
 
-_WARNING_CONDITIONS = {C.FAILED, C.RESTARTING}
+_WARNING_CONDITIONS = {C.FAILED, C.RESTARTING, C.REPLICA_FAILURE}
 
 
 class _Step:
@@ -184,6 +215,7 @@ class _Step:
         self.events: list[Event] = []
         self.dues: list[datetime.datetime] = []
         self.delete_job = False
+        self.refused_since: datetime.datetime | None = None  # creates are being refused since
 
     # --- the step ------------------------------------------------------------------------
 
@@ -202,6 +234,8 @@ class _Step:
         if self._finished():
             return self._decision()
         self._restart(restarts)
+        if self._refused_for_good():
+            return self._decision()
         self._delete_stale_and_surplus()
         self._force_overdue()
         self._create_missing()
@@ -409,10 +443,43 @@ class _Step:
             else:
                 self.dues.append(at)
 
+    def _refused_for_good(self) -> bool:
+        """Show refused creates; fail the job if a permanent one outlived its grace."""
+        refused = [r for r in self.inp.refused if r.generation == self.inp.generation]
+        if not refused:
+            if self.inp.refused and self._is(C.REPLICA_FAILURE):
+                # Refused under an older spec, so it was mended: start over with the new one,
+                # uncharged, so that no pod of the old spec stays beside the new ones.
+                self._new_attempt(self.attempts)
+                self._clear(C.REPLICA_FAILURE, why="SpecChanged", message="the spec changed; creating again")
+            self._clear(C.REPLICA_FAILURE, why="Created", message="every object of the job was created")
+            return False
+        first = refused[0]
+        kind = refusal.classify(first.status, first.message)
+        what = f"{first.kind} {first.name}: {first.message}"
+        self._set(C.REPLICA_FAILURE, True, kind.reason, what)
+        since = conditions.transition_time(self.conditions, C.REPLICA_FAILURE) or self.now
+        grace = self.spec.failure_policy.refusal_grace_seconds
+        grace = DEFAULT_REFUSAL_GRACE_SECONDS if grace is None else grace
+        give_up = since + datetime.timedelta(seconds=grace)
+        if kind.permanent and self.now >= give_up:
+            self._finish(C.FAILED, "CreateRefused", f"refused for longer than {grace}s: {what}")
+            return True
+        if kind.permanent:
+            self.dues.append(give_up)
+        self.refused_since = since
+        return False
+
     def _create_missing(self) -> None:
         live = self._live()
         if any(not self._current(p) for p in live):
             return  # a new attempt starts only when the old one is gone entirely
+        if self.refused_since is not None:
+            tried = max(r.at for r in self.inp.refused)
+            wait = refusal.backoff((tried - self.refused_since).total_seconds())
+            if self.now < tried + datetime.timedelta(seconds=wait):
+                self.dues.append(tried + datetime.timedelta(seconds=wait))
+                return
         last = max(
             (r.time for r in self.history if r.action in (Action.RESTART, Action.RESTART_UNCHARGED)),
             default=None,

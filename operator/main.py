@@ -103,7 +103,7 @@ def build(
         accelerator_config=accelerator_config,
     )
     if mgr.webhooks is not None:
-        webhooks.register(mgr.webhooks)
+        webhooks.register(mgr.webhooks, api, accelerator_config)
     owned = [controller.OwnedKind(i, "TrainingJob") for i in children.values()]
     mgr.add(
         controller.Controller("trainingjob", reconciler, jobs, owned, workers=args.max_concurrent_reconciles)

@@ -11,7 +11,11 @@ this module only reads the caches and carries out the decision:
    pod is deleted for them, so none is lost or counted twice.
 2. Then the ConfigMap, the Services and the missing pods are created. Names are
    deterministic, so a pod created twice (the cache lagged, the operator restarted
-   mid-reconcile) is refused by the apiserver with 409 and never duplicated.
+   mid-reconcile) is refused by the apiserver with 409 and never duplicated. Any other
+   refusal (quota, a missing ServiceAccount, PodSecurity, ...) is sent as a
+   ``FailedCreate`` Event and remembered, and the next step shows it as the job's
+   ``ReplicaFailure`` condition and decides when to try again — never an error retried
+   in a hot loop.
 3. Pods are deleted with a UID precondition, so a stale decision never deletes the pod
    that replaced the one it meant.
 4. Events go out last, describing a status that is stored.
@@ -77,12 +81,15 @@ class TrainingJobReconciler:
         self.clock = clock
         # key -> (resourceVersion the write replaced, the object it produced)
         self._written: dict[str, tuple[str, Obj]] = {}
+        # key -> what the apiserver refused at the last create pass
+        self._refused: dict[str, tuple[lifecycle.Refused, ...]] = {}
 
     async def reconcile(self, request: rec.Request) -> rec.Result:
         obj = self._fetch(str(request))
         if obj is None:
             if self.tombstones is not None:
                 self.tombstones.forget(str(request))
+            self._refused.pop(str(request), None)
             return rec.Result()
         if obj["metadata"].get("deletionTimestamp"):
             return rec.Result()
@@ -103,8 +110,11 @@ class TrainingJobReconciler:
         stored = await self._write_status(obj, job, decision.status)
         if stored is None:
             return rec.Result(requeue_after=0.1)
-        # Create what is missing.
-        await self._create(attrs.evolve(job, status=decision.status), fw, decision.create)
+        # Create what is missing; the next step shows what the apiserver refused.
+        if decision.create and await self._create(
+            attrs.evolve(job, status=decision.status), fw, decision.create
+        ):
+            return rec.Result(requeue_after=0.1)
         # Delete what the step let go of.
         await self._delete(job, decision.delete)
         # Expire a finished job.
@@ -163,6 +173,7 @@ class TrainingJobReconciler:
             pods=tuple(pods),
             defaults=lifecycle.Defaults.of(fw, job.spec),
             now=self.clock(),
+            refused=self._refused.get(key, ()),
         )
 
     # --- writing ---------------------------------------------------------------------------
@@ -214,9 +225,8 @@ class TrainingJobReconciler:
 
     async def _create(
         self, job: v1beta1.TrainingJob, fw: fw_contract.Framework, wanted: tuple[tuple[str, int], ...]
-    ) -> None:
-        if not wanted:
-            return
+    ) -> bool:
+        """Create the wanted pods and what they need; whether the apiserver refused any."""
         names = {naming.replica_name(job.metadata.name or "", key, i) for key, i in wanted}
         objects = render.render(job, fw)
         pods = [o for o in objects if o["kind"] == "Pod" and o["metadata"]["name"] in names]
@@ -224,8 +234,14 @@ class TrainingJobReconciler:
             accelerators.apply(pod, self.accelerators)
         shared = [o for o in objects if o["kind"] != "Pod" and not self._cached(o)]
         # The ConfigMap, the Secret and the Services first: a starting pod needs its peers' names.
-        await asyncio.gather(*(self._create_one(job, o) for o in shared))
-        await asyncio.gather(*(self._create_one(job, o) for o in pods))
+        refused = await asyncio.gather(*(self._create_one(job, o) for o in shared))
+        refused += await asyncio.gather(*(self._create_one(job, o) for o in pods))
+        key = f"{job.metadata.namespace}/{job.metadata.name}"
+        self._refused[key] = tuple(r for r in refused if r is not None)
+        if not self._refused[key]:
+            del self._refused[key]
+            return False
+        return True
 
     def _cached(self, obj: Obj) -> bool:
         # Secrets are not watched (their data is none of the operator's business once made):
@@ -234,20 +250,21 @@ class TrainingJobReconciler:
         store = stores.get(obj["kind"])
         return store is not None and store.get(cache.key_of(obj)) is not None
 
-    async def _create_one(self, job: v1beta1.TrainingJob, obj: Obj) -> None:
+    async def _create_one(self, job: v1beta1.TrainingJob, obj: Obj) -> lifecycle.Refused | None:
         resource = _RESOURCES[obj["kind"]]
         try:
             await self.api.create(resource, obj, obj["metadata"]["namespace"])
         except client.ApiError as e:
             if e.status == 409:  # AlreadyExists: made by an earlier reconcile; names are unique
-                return
+                return None
+            name = obj["metadata"]["name"]
             await self.recorder.event(
-                scheme.encode(job),
-                "Warning",
-                "FailedCreate",
-                f"{obj['kind']} {obj['metadata']['name']}: {e.message}",
+                scheme.encode(job), "Warning", "FailedCreate", f"{obj['kind']} {name}: {e.message}"
             )
-            raise
+            return lifecycle.Refused(
+                kind=obj["kind"], name=name, status=e.status, message=e.message, at=self.clock()
+            )
+        return None
 
     async def _delete(self, job: v1beta1.TrainingJob, deletes: tuple[lifecycle.Delete, ...]) -> None:
         await asyncio.gather(

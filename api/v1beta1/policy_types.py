@@ -217,3 +217,11 @@ class FailurePolicy:
         int | None,
         schema.Field(minimum=0, doc="Image pull errors this old count as an infrastructure failure."),
     ] = None
+    refusal_grace_seconds: Annotated[
+        int | None,
+        schema.Field(
+            minimum=0,
+            doc="A pod or Service the apiserver refuses for good (invalid, or forbidden by policy) "
+            "fails the job after this long (default 300); quota and a missing ServiceAccount are waited for.",
+        ),
+    ] = None

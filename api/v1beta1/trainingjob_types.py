@@ -240,6 +240,8 @@ class ConditionType(enum.StrEnum):
     SUSPENDED = "Suspended"
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
+    # The apiserver refuses some of the job's pods or Services; the reason says why.
+    REPLICA_FAILURE = "ReplicaFailure"
 
 
 # A finished job stays finished whatever else is true; then suspension hides activity.

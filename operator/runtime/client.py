@@ -78,6 +78,7 @@ class Resource:
 
 
 PODS = Resource("", "v1", "pods", "Pod")
+POD_TEMPLATES = Resource("", "v1", "podtemplates", "PodTemplate")
 SERVICES = Resource("", "v1", "services", "Service")
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 SECRETS = Resource("", "v1", "secrets", "Secret")
@@ -98,9 +99,13 @@ TRAININGJOBS = Resource("training.kubetrain.dev", "v1beta1", "trainingjobs", "Tr
 class ApiError(Exception):
     """A request the apiserver refused; ``status`` is the HTTP status, ``reason`` its Status reason."""
 
-    def __init__(self, status: int, reason: str, message: str) -> None:
+    def __init__(
+        self, status: int, reason: str, message: str, causes: tuple[Mapping[str, Any], ...] = ()
+    ) -> None:
         super().__init__(f"{status} {reason}: {message}")
         self.status, self.reason, self.message = status, reason, message
+        # The Status's details.causes: {field, reason, message} per refused field, for 422s.
+        self.causes = causes
 
     @property
     def not_found(self) -> bool:
@@ -204,9 +209,18 @@ class Client:
     async def list(self, resource: Resource, namespace: str | None = None, **params: str) -> Any:
         return await self.request("GET", resource, namespace=namespace, params=params)
 
-    async def create(self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None) -> Any:
+    async def create(
+        self,
+        resource: Resource,
+        body: Mapping[str, Any],
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+    ) -> Any:
+        """Create ``body``; with ``dry_run``, only ask whether the apiserver would (admission included)."""
         with _write_span("create", resource, body.get("metadata", {}).get("name")):
-            return await self.request("POST", resource, namespace=namespace, body=body)
+            params = {"dryRun": "All"} if dry_run else None
+            return await self.request("POST", resource, namespace=namespace, body=body, params=params)
 
     async def delete(
         self,
@@ -313,8 +327,12 @@ def _decode(response: httpx.Response) -> Any:
     except json.JSONDecodeError:
         data = {"message": response.text}
     if response.is_error:
+        causes = (data.get("details") or {}).get("causes") or ()
         raise ApiError(
-            response.status_code, str(data.get("reason", "")), str(data.get("message", response.text))
+            response.status_code,
+            str(data.get("reason", "")),
+            str(data.get("message", response.text)),
+            tuple(c for c in causes if isinstance(c, Mapping)),
         )
     return data
 

@@ -7,7 +7,12 @@ adds what they cannot know:
   Caffe2 backend for the number of shards, MPI options, ... (from the framework registry);
 - fields that must not change once the job exists: the framework, ``runtimeId``,
   ``runPolicy.managedBy``, the set of replica types, and the pod templates — unless the
-  job is suspended (a queue such as Kueue may then adjust them, as it does for batch Jobs).
+  job is suspended (a queue such as Kueue may then adjust them, as it does for batch Jobs)
+  or its pods are being refused (``ReplicaFailure``), so a user can mend what blocks them;
+- what the apiserver itself would say of the pods and Services the job renders, by a
+  server-side dry run (:mod:`~kubetrain.operator.webhooks.dryrun`) — only when the spec is
+  new or changed. An answer about the namespace (quota, a missing ServiceAccount) admits
+  the job with a warning that ``kubectl`` prints.
 
 Every refusal names the field: ``spec.replicaSpecs.Launcher: tensorflow has no replica
 type Launcher (allowed: Chief, Master, Worker, PS, Evaluator)``.
@@ -18,22 +23,62 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import attrs
+
 from kubetrain.api import scheme, v1beta1, validation
+from kubetrain.operator import accelerators, conditions
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.frameworks import registry
+from kubetrain.operator.runtime import client
+from kubetrain.operator.webhooks import dryrun
 
-__all__ = ["errors", "review"]
+__all__ = ["Admission", "answer", "errors"]
 
 API_VERSION = "admission.k8s.io/v1"
 
 
-async def review(body: Mapping[str, Any]) -> dict[str, Any]:
-    return answer(body)
+class Admission:
+    """The webhook: the checks of :func:`errors`, then the apiserver's dry run."""
+
+    def __init__(
+        self,
+        api: client.Client,
+        frameworks: registry.Registry | None = None,
+        accelerator_config: accelerators.Config | None = None,
+    ) -> None:
+        # A dry run stores nothing, so it needs no leadership: every replica answers reviews.
+        self.api = api.ungated()
+        self.frameworks = frameworks or registry.default()
+        self.accelerators = accelerator_config
+
+    async def review(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        request = body.get("request") or {}
+        new, old = request.get("object"), request.get("oldObject")
+        job, fw, found = _checked(new, old, self.frameworks)
+        if job is None or fw is None or found or (old is not None and _same_spec(new, old)):
+            return _response(request, found)
+        if not job.metadata.namespace:
+            job = attrs.evolve(job, metadata=attrs.evolve(job.metadata, namespace=request.get("namespace")))
+        verdict = await dryrun.check(self.api, job, fw, self.accelerators)
+        return _response(request, list(verdict.errors), verdict.warnings)
 
 
 def answer(body: Mapping[str, Any], frameworks: registry.Registry | None = None) -> dict[str, Any]:
+    """The review's answer from the checks that need no apiserver."""
     request = body.get("request") or {}
-    found = errors(request.get("object"), request.get("oldObject"), frameworks or registry.default())
+    return _response(request, errors(request.get("object"), request.get("oldObject"), frameworks))
+
+
+def errors(
+    new: Mapping[str, Any] | None, old: Mapping[str, Any] | None, frameworks: registry.Registry | None = None
+) -> list[validation.FieldError]:
+    """Why ``new`` (replacing ``old``, on an update) must not be admitted, as far as it alone says."""
+    return _checked(new, old, frameworks or registry.default())[2]
+
+
+def _response(
+    request: Mapping[str, Any], found: list[validation.FieldError], warnings: tuple[str, ...] = ()
+) -> dict[str, Any]:
     response: dict[str, Any] = {"uid": request.get("uid", ""), "allowed": not found}
     if found:
         response["status"] = {
@@ -41,26 +86,31 @@ def answer(body: Mapping[str, Any], frameworks: registry.Registry | None = None)
             "reason": "Invalid",
             "message": "; ".join(str(e) for e in found),
         }
+    if warnings:
+        response["warnings"] = list(warnings)
     return {"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": response}
 
 
-def errors(
+def _checked(
     new: Mapping[str, Any] | None, old: Mapping[str, Any] | None, frameworks: registry.Registry
-) -> list[validation.FieldError]:
-    """Why ``new`` (replacing ``old``, on an update) must not be admitted."""
+) -> tuple[v1beta1.TrainingJob | None, fw_contract.Framework | None, list[validation.FieldError]]:
     if new is None:
-        return []  # DELETE: nothing to check
+        return None, None, []  # DELETE: nothing to check
     try:
         job = scheme.to_hub(scheme.decode(new))
         fw = frameworks.get(job.spec.framework.name)
     except validation.ValidationError as e:
-        return list(e.errors)
+        return None, None, list(e.errors)
     except registry.UnknownFrameworkError as e:
-        return [validation.FieldError(path=("spec", "framework", "name"), message=str(e))]
+        return None, None, [validation.FieldError(path=("spec", "framework", "name"), message=str(e))]
     found = fw_contract.validate(fw, job)
     if old is not None:
         found += list(_changed_immutables(scheme.to_hub(scheme.decode(old)), job))
-    return found
+    return job, fw, found
+
+
+def _same_spec(new: Mapping[str, Any] | None, old: Mapping[str, Any]) -> bool:
+    return new is not None and new.get("spec") == old.get("spec")
 
 
 def _changed_immutables(
@@ -77,6 +127,8 @@ def _changed_immutables(
             yield validation.FieldError(path=path, message="field is immutable")
     if a.run_policy.suspend or b.run_policy.suspend:
         return
+    if conditions.is_true(old.status.conditions, v1beta1.ConditionType.REPLICA_FAILURE):
+        return  # its pods are refused: the user may mend the templates
     for key in sorted(set(a.replica_specs) & set(b.replica_specs)):
         if a.replica_specs[key].template != b.replica_specs[key].template:
             yield validation.FieldError(

@@ -34,6 +34,9 @@ class World:
         self.nodes = [f"node-{i}" for i in range(nodes)]
         self.lost: set[str] = set()
         self.deleted_job = False
+        # Pods the simulated apiserver refuses to create: name -> (status, message).
+        self.refusing: dict[str, tuple[int, str]] = {}
+        self.refused: tuple[lifecycle.Refused, ...] = ()
         self.decisions: list[lifecycle.Decision] = []
         self._uids = itertools.count(1)
         self._placement = itertools.cycle(self.nodes)
@@ -58,14 +61,32 @@ class World:
             pods=(*pods, *gone),
             defaults=lifecycle.Defaults.of(self.fw, self.job.spec),
             now=self.now,
+            refused=self.refused,
         )
 
     def reconcile(self) -> lifecycle.Decision:
         decision = lifecycle.step(self.input())
         self.decisions.append(decision)
         self.status = decision.status
+        refused = []
         for key, index in decision.create:
-            self._create(key, index)
+            name = naming.replica_name(self.name, key, index)
+            if name not in self.refusing:
+                self._create(key, index)
+                continue
+            status, message = self.refusing[name]
+            refused.append(
+                lifecycle.Refused(
+                    kind="Pod",
+                    name=name,
+                    status=status,
+                    message=message,
+                    at=self.now,
+                    generation=self.job.metadata.generation,
+                )
+            )
+        if decision.create:  # as the reconciler: a create pass replaces what was refused
+            self.refused = tuple(refused)
         for d in decision.delete:
             self._delete(d)
         self.deleted_job = self.deleted_job or decision.delete_job

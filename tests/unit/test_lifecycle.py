@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import attrs
 import pytest
 from testkit.builders import a_job
@@ -378,3 +380,113 @@ def test_a_gated_replica_type_starts_only_once_its_peers_are_ready() -> None:
     assert w.reconcile().create == (("Master", 0),)
     w.settle()
     assert w.state is S.RUNNING
+
+
+# --- refused creates ----------------------------------------------------------------------
+
+QUOTA = (
+    403,
+    'pods "pt-worker-0" is forbidden: exceeded quota: q, requested: pods=1, used: pods=4, limited: pods=4',
+)
+INVALID = (422, 'Pod "pt-worker-0" is invalid: spec.containers[0].image: Required value')
+RF = v1beta1.ConditionType.REPLICA_FAILURE
+
+
+PODS = ("pt-master-0", "pt-worker-0", "pt-worker-1")
+
+
+def refused_world(refusing: tuple[int, str], *, only: tuple[str, ...] = PODS, **spec: object) -> World:
+    job = (
+        a_job("pt").framework("pytorch").replicas("Master", 1).replicas("Worker", 2).with_spec(**spec).build()
+    )
+    w = World(job, pytorch.FRAMEWORK)
+    w.refusing = dict.fromkeys(only, refusing)
+    w.reconcile()  # the first pass: those creates refused
+    return w
+
+
+def test_a_refused_create_shows_as_a_condition_with_the_apiservers_message() -> None:
+    w = refused_world(QUOTA)
+    assert len(w.refused) == 3
+    d = w.reconcile()
+    c = condition(w, RF)
+    assert c.is_true()
+    assert c.reason == "QuotaExceeded"
+    assert c.message == f"Pod pt-master-0: {QUOTA[1]}"
+    assert w.state is S.CREATED  # waiting, not failed
+    assert [(e.type, e.reason) for e in d.events] == [("Warning", "QuotaExceeded")]
+    assert d.create == ()  # held back until the backoff has passed
+
+
+def test_refused_creates_are_retried_with_a_doubling_backoff_not_in_a_hot_loop() -> None:
+    w = refused_world(QUOTA)
+    tries = [w.now]
+    for _ in range(400):  # ten minutes in steps of 1.5 s
+        w.tick(1.5)
+        if w.reconcile().create:
+            tries.append(w.now)
+    gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(tries)]
+    assert gaps[0] <= 1.5
+    assert all(later >= earlier for earlier, later in itertools.pairwise(gaps)), gaps
+    assert max(gaps) <= 60 + 1.5
+    assert len(tries) < 25  # not one per reconcile
+    assert w.state is S.CREATED  # a quota is waited for, however long
+
+
+def test_a_quota_that_frees_lets_the_job_go_on_and_clears_the_condition() -> None:
+    w = refused_world(QUOTA)
+    w.reconcile()
+    w.refusing = {}
+    w.tick(2)
+    assert len(w.reconcile().create) == 3
+    w.kubelets()
+    w.reconcile()
+    assert w.state is S.RUNNING
+    c = condition(w, RF)
+    assert not c.is_true()
+    assert c.reason == "Created"
+
+
+def test_a_permanent_refusal_fails_the_job_after_the_grace_period() -> None:
+    w = refused_world(INVALID)
+    w.reconcile()
+    w.tick(lifecycle.DEFAULT_REFUSAL_GRACE_SECONDS - 1)
+    w.reconcile()
+    assert w.state is S.CREATED
+    w.tick(1)
+    d = w.reconcile()
+    assert w.state is S.FAILED
+    failed = condition(w, v1beta1.ConditionType.FAILED)
+    assert failed.reason == "CreateRefused"
+    assert failed.message == f"refused for longer than 300s: Pod pt-master-0: {INVALID[1]}"
+    assert d.create == ()
+
+
+def test_the_refusal_grace_period_is_the_jobs_to_choose() -> None:
+    policy = v1beta1.FailurePolicy(refusal_grace_seconds=5)
+    w = refused_world(INVALID, failure_policy=policy)
+    d = w.reconcile()
+    assert d.requeue_after is not None
+    assert d.requeue_after <= 5
+    w.tick(5)
+    w.reconcile()
+    assert condition(w, v1beta1.ConditionType.FAILED).reason == "CreateRefused"
+
+
+def test_a_spec_mended_while_pods_are_refused_starts_a_new_attempt_at_once() -> None:
+    w = refused_world(INVALID, only=PODS[1:])  # the Master got through, the Workers did not
+    assert list(w.pods) == ["pt-master-0"]
+    w.reconcile()
+    assert condition(w, RF).reason == "Invalid"
+    # The user mends the Worker template (allowed while ReplicaFailure); the generation moves.
+    w.job = attrs.evolve(w.job, metadata=attrs.evolve(w.job.metadata, generation=2))
+    w.refusing = {}
+    w.tick(0.1)
+    d = w.reconcile()
+    assert {r.attempt for r in w.status.replica_statuses.values()} == {1}
+    assert [dl.pod for dl in d.delete] == ["pt-master-0"]  # no pod of the old spec stays
+    assert not condition(w, RF).is_true()
+    assert w.status.restarts.total == 0  # uncharged
+    w.kubelets()
+    d = w.reconcile()
+    assert sorted(d.create) == [("Master", 0), ("Worker", 0), ("Worker", 1)]  # at once, no backoff
