@@ -43,6 +43,8 @@ CONTROLLERS = (
     "taint-eviction-controller",
     "pod-garbage-collector-controller",
     "root-ca-certificate-publisher-controller",
+    # ResourceQuota admission counts against what this controller writes in the quota's status.
+    "resourcequota-controller",
 )
 # What real nodes add: Services' endpoints for CoreDNS and kube-proxy, and Deployments.
 REAL_NODE_CONTROLLERS = (

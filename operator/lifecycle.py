@@ -148,7 +148,8 @@ class Refused:
     status: int  # HTTP status of the refusal
     message: str  # the apiserver's
     at: datetime.datetime
-    generation: int | None = None  # of the spec the object was rendered from
+    # Of the spec the object was rendered from; refusals of an older spec are ignored.
+    generation: int | None
 
 
 @attrs.frozen(kw_only=True)

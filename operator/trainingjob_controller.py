@@ -262,7 +262,12 @@ class TrainingJobReconciler:
                 scheme.encode(job), "Warning", "FailedCreate", f"{obj['kind']} {name}: {e.message}"
             )
             return lifecycle.Refused(
-                kind=obj["kind"], name=name, status=e.status, message=e.message, at=self.clock()
+                kind=obj["kind"],
+                name=name,
+                status=e.status,
+                message=e.message,
+                at=self.clock(),
+                generation=job.metadata.generation,
             )
         return None
 
