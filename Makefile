@@ -90,6 +90,10 @@ bench: install control-plane ## runtime benchmark: 10,000 pods, cache sync, RSS,
 bench-jobs: install control-plane ## jobs benchmark: 500 TrainingJobs to Running vs a plain client, API requests/job
 	$(BIN_PATH) $(BIN)/python bench/jobs_bench.py $(BENCH_ARGS)
 
+.PHONY: bench-hostile
+bench-hostile: install control-plane ## hostile input: 10,000 generated documents through the deployed webhooks
+	$(BIN_PATH) $(BIN)/python bench/hostile_bench.py $(BENCH_ARGS)
+
 .PHONY: dev
 dev: install control-plane ## a local control plane in the foreground (Ctrl-C stops it)
 	$(BIN_PATH) $(BIN)/kubetrain dev up
