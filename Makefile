@@ -94,6 +94,10 @@ bench-jobs: install control-plane ## jobs benchmark: 500 TrainingJobs to Running
 bench-hostile: install control-plane ## hostile input: 10,000 generated documents through the deployed webhooks
 	$(BIN_PATH) $(BIN)/python bench/hostile_bench.py $(BENCH_ARGS)
 
+.PHONY: bench-admission
+bench-admission: install control-plane ## admission latency (p50/p99) with and without the webhook's dry run; CRD size
+	$(BIN_PATH) $(BIN)/python bench/admission_bench.py $(BENCH_ARGS)
+
 .PHONY: dev
 dev: install control-plane ## a local control plane in the foreground (Ctrl-C stops it)
 	$(BIN_PATH) $(BIN)/kubetrain dev up

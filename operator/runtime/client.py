@@ -155,12 +155,13 @@ class Client:
         # leadership (paused, partitioned, slow) can no longer write anything.
         self.write_gate: Callable[[], bool] = lambda: True
 
-    def ungated(self) -> Client:
-        """A client on the same session without the write gate (for the Lease itself)."""
+    def ungated(self, qps: float | None = None, burst: int | None = None) -> Client:
+        """A client on the same session without the write gate (for the Lease itself), with a
+        rate limit of its own (this one's, unless given)."""
         return Client(
             self._api,
-            qps=self._bucket.qps,
-            burst=self._bucket.burst,
+            qps=self._bucket.qps if qps is None else qps,
+            burst=self._bucket.burst if burst is None else burst,
             timeout=self.timeout,
             field_manager=self.field_manager,
         )

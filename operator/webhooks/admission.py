@@ -35,6 +35,9 @@ from kubetrain.operator.webhooks import dryrun
 __all__ = ["Admission", "answer", "errors"]
 
 API_VERSION = "admission.k8s.io/v1"
+# Up to 6 dry runs per review (2 replica types): ~30 reviews a second, 60 at once.
+DRY_RUN_QPS = 200.0
+DRY_RUN_BURST = 400
 
 
 class Admission:
@@ -47,7 +50,9 @@ class Admission:
         accelerator_config: accelerators.Config | None = None,
     ) -> None:
         # A dry run stores nothing, so it needs no leadership: every replica answers reviews.
-        self.api = api.ungated()
+        # Reviews come at the pace users create jobs, with a client-side limit of their own so
+        # that they never wait behind the controller's writes (nor it behind them).
+        self.api = api.ungated(qps=DRY_RUN_QPS, burst=DRY_RUN_BURST)
         self.frameworks = frameworks or registry.default()
         self.accelerators = accelerator_config
 

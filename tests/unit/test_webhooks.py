@@ -109,5 +109,25 @@ def test_immutable_fields_stay_put_and_templates_change_only_while_suspended() -
     assert "spec.replicaSpecs: field is immutable" in admit(retyped, old)["status"]["message"]
 
 
+def test_templates_may_be_mended_while_their_pods_are_refused() -> None:
+    refused = hub()
+    refused["status"] = {
+        "conditions": [
+            {
+                "type": "ReplicaFailure",
+                "status": "True",
+                "reason": "Invalid",
+                "message": "Pod tj-chief-0: ...",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        ]
+    }
+    mended = copy.deepcopy(refused)
+    mended["spec"]["replicaSpecs"]["Chief"]["template"]["spec"]["containers"][0]["image"] = "fixed"
+    assert admit(mended, refused)["allowed"]
+    refused["status"]["conditions"][0]["status"] = "False"  # created since: templates are fixed again
+    assert not admit(mended, refused)["allowed"]
+
+
 def test_deletes_are_admitted() -> None:
     assert admit(None, hub())["allowed"]
