@@ -310,7 +310,10 @@ class _Step:
         if not self._is(C.SUSPENDED):
             # A new attempt: the pods deleted now are stale, so their end is not a failure.
             self._new_attempt(self.attempts)
-            self._clear(C.RUNNING, C.RESTARTING, why="Suspended", message="the job is suspended")
+            # Nothing is created while suspended: a refusal's clock starts again on resume.
+            self._clear(
+                C.RUNNING, C.RESTARTING, C.REPLICA_FAILURE, why="Suspended", message="the job is suspended"
+            )
             self._set(C.SUSPENDED, True, "Suspended", "the job is suspended; its pods are deleted")
             self.start_time = None
         for pod in self._live():
@@ -446,7 +449,9 @@ class _Step:
 
     def _refused_for_good(self) -> bool:
         """Show refused creates; fail the job if a permanent one outlived its grace."""
-        refused = [r for r in self.inp.refused if r.generation == self.inp.generation]
+        # Refusals of an older spec, or from before a suspension, say nothing about this one.
+        resumed = conditions.is_true(self.inp.status.conditions, C.SUSPENDED)
+        refused = [r for r in self.inp.refused if r.generation == self.inp.generation and not resumed]
         if not refused:
             if self.inp.refused and self._is(C.REPLICA_FAILURE):
                 # Refused under an older spec, so it was mended: start over with the new one,

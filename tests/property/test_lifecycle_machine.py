@@ -3,7 +3,7 @@
 Each example is a random job (framework, restart policies, budgets, rules, scope,
 cleanup, deadline) and a random sequence of what happens to its pods — exits with any
 code, kubelet restarts, evictions, lost nodes, pods vanishing, time passing, suspend and
-resume — interleaved with reconciles. After every reconcile the invariants below must
+resume, an apiserver that refuses creates for a while — interleaved with reconciles. After every reconcile the invariants below must
 hold; :class:`~testkit.world.World` also fails if a pod name is ever created twice.
 """
 
@@ -18,9 +18,9 @@ from testkit.builders import a_job
 from testkit.world import World
 
 from kubetrain.api import v1beta1
-from kubetrain.operator import conditions, lifecycle, observed
+from kubetrain.operator import conditions, lifecycle, naming, observed
 from kubetrain.operator.frameworks import pytorch, tensorflow
-from kubetrain.operator.policies import budget
+from kubetrain.operator.policies import budget, refusal
 
 S = v1beta1.JobState
 C = v1beta1.ConditionType
@@ -50,6 +50,14 @@ RULES = (
     ),
 )
 limits = st.none() | st.integers(0, 4)
+REFUSALS = st.sampled_from(
+    [
+        (403, 'pods "p" is forbidden: exceeded quota: q'),
+        (403, 'pods "p" is forbidden: error looking up service account ns/sa: serviceaccount "sa" not found'),
+        (403, 'pods "p" is forbidden: violates PodSecurity "restricted:latest"'),
+        (422, 'Pod "p" is invalid: spec.containers[0].image: Required value'),
+    ]
+)
 
 
 @st.composite
@@ -73,6 +81,7 @@ def jobs(draw: st.DrawFn) -> tuple[v1beta1.TrainingJob, Any]:
         restart_scope=draw(st.none() | st.sampled_from(v1beta1.RestartScope)),
         budgets=v1beta1.Budgets(infrastructure=v1beta1.Budget(limit=draw(limits))),
         termination_deadline_seconds=draw(st.none() | st.integers(0, 90)),
+        refusal_grace_seconds=draw(st.none() | st.integers(0, 600)),
     )
     run_policy = v1beta1.RunPolicy(
         backoff_limit=draw(limits),
@@ -150,6 +159,21 @@ class LifecycleMachine(RuleBasedStateMachine):
         rp = attrs.evolve(job.spec.run_policy, suspend=not job.spec.run_policy.suspend)
         self.world.job = attrs.evolve(job, spec=attrs.evolve(job.spec, run_policy=rp))
 
+    @precondition(_ready)
+    @rule(data=st.data(), answer=REFUSALS)
+    def apiserver_refuses(self, data: st.DataObject, answer: tuple[int, str]) -> None:
+        """From now on the apiserver refuses some replicas' creates (or stops refusing)."""
+        if not _now_and_then(data):
+            return
+        w = self.world
+        names = [
+            naming.replica_name(w.name, k, i)
+            for k, s in w.job.spec.replica_specs.items()
+            for i in range(s.replicas)
+        ]
+        refused = data.draw(st.lists(st.sampled_from(names), unique=True, max_size=len(names)))
+        w.refusing = dict.fromkeys(refused, answer)
+
     # --- the operator ----------------------------------------------------------------------
 
     @precondition(_ready)
@@ -186,6 +210,21 @@ class LifecycleMachine(RuleBasedStateMachine):
             )
         if permanent:
             assert new in FINAL, f"a permanent exit code left the job {new}"
+        refused = [r for r in inp.refused if r.generation == inp.generation]
+        failed = next((c for c in after.conditions if c.type == C.FAILED and c.is_true()), None)
+        if failed is not None and failed.reason == "CreateRefused" and old not in FINAL:
+            kind = refusal.classify(refused[0].status, refused[0].message)
+            assert kind.permanent, "a job failed on a refusal that would have cleared by itself"
+            since = next(c for c in after.conditions if c.type == C.REPLICA_FAILURE).last_transition_time
+            grace = w.job.spec.failure_policy.refusal_grace_seconds
+            assert (inp.now - since).total_seconds() >= (300 if grace is None else grace), (
+                "failed before its grace"
+            )
+        if refused and decision.create and conditions.is_true(before.conditions, C.REPLICA_FAILURE):
+            last = max(r.at for r in refused)
+            assert (inp.now - last).total_seconds() >= refusal.MIN_BACKOFF, (
+                "refused creates tried in a hot loop"
+            )
 
     @invariant()
     def attempts_never_go_back(self) -> None:
