@@ -49,7 +49,6 @@ log = logging.getLogger(__name__)
 MANAGER_NAME = "kubetrain.dev/operator"
 
 Obj = dict[str, Any]
-_RESOURCES = {r.kind: r for r in (client.PODS, client.SERVICES, client.CONFIGMAPS, client.SECRETS)}
 
 
 def _utcnow() -> datetime.datetime:
@@ -251,7 +250,7 @@ class TrainingJobReconciler:
         return store is not None and store.get(cache.key_of(obj)) is not None
 
     async def _create_one(self, job: v1beta1.TrainingJob, obj: Obj) -> lifecycle.Refused | None:
-        resource = _RESOURCES[obj["kind"]]
+        resource = client.CHILDREN[obj["kind"]]
         try:
             await self.api.create(resource, obj, obj["metadata"]["namespace"])
         except client.ApiError as e:

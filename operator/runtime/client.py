@@ -25,12 +25,14 @@ from opentelemetry import trace
 from kubetrain.operator.runtime import ratelimit
 
 __all__ = [
+    "CHILDREN",
     "CONFIGMAPS",
     "CRDS",
     "EVENTS",
     "LEASES",
     "NODES",
     "PODS",
+    "POD_TEMPLATES",
     "SECRETS",
     "SERVICES",
     "TRAININGJOBS",
@@ -94,6 +96,8 @@ VALIDATING_WEBHOOK_CONFIGURATIONS = Resource(
     False,
 )
 TRAININGJOBS = Resource("training.kubetrain.dev", "v1beta1", "trainingjobs", "TrainingJob")
+# What a TrainingJob renders, by kind.
+CHILDREN = {r.kind: r for r in (PODS, POD_TEMPLATES, SERVICES, CONFIGMAPS, SECRETS)}
 
 
 class ApiError(Exception):

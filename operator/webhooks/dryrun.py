@@ -41,9 +41,6 @@ from kubetrain.operator.runtime import client
 __all__ = ["Verdict", "check", "job_path", "samples"]
 
 Obj = dict[str, Any]
-_RESOURCES = {
-    r.kind: r for r in (client.PODS, client.POD_TEMPLATES, client.SERVICES, client.CONFIGMAPS, client.SECRETS)
-}
 # A field of a refused object, as the apiserver spells it: spec.containers[0].ports[1].name
 _STEP = re.compile(r"([^.\[\]]+)|\[([^\]]*)\]")
 
@@ -123,7 +120,7 @@ def _missing_images(job: v1beta1.TrainingJob) -> Iterator[validation.FieldError]
 
 async def _dry_run(api: client.Client, obj: Obj) -> client.ApiError | None:
     try:
-        await api.create(_RESOURCES[obj["kind"]], obj, obj["metadata"].get("namespace"), dry_run=True)
+        await api.create(client.CHILDREN[obj["kind"]], obj, obj["metadata"].get("namespace"), dry_run=True)
     except client.ApiError as e:
         return e
     return None
