@@ -453,12 +453,14 @@ class _Step:
         resumed = conditions.is_true(self.inp.status.conditions, C.SUSPENDED)
         refused = [r for r in self.inp.refused if r.generation == self.inp.generation and not resumed]
         if not refused:
-            if self.inp.refused and self._is(C.REPLICA_FAILURE):
-                # Refused under an older spec, so it was mended: start over with the new one,
-                # uncharged, so that no pod of the old spec stays beside the new ones.
+            mended = bool(self.inp.refused) and self._is(C.REPLICA_FAILURE)
+            if mended:
+                # Refused under an older spec: start over with the new one, uncharged, so that
+                # no pod of the old spec stays beside the new ones.
                 self._new_attempt(self.attempts)
                 self._clear(C.REPLICA_FAILURE, why="SpecChanged", message="the spec changed; creating again")
-            self._clear(C.REPLICA_FAILURE, why="Created", message="every object of the job was created")
+            else:
+                self._clear(C.REPLICA_FAILURE, why="Created", message="every object of the job was created")
             return False
         first = refused[0]
         kind = refusal.classify(first.status, first.message)
