@@ -8,7 +8,7 @@ served version can be converted; everything else asks the scheme.
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.api import conversion, validation, wire
+from kubetrain.api import conversion, exact, validation, wire
 from kubetrain.api import v1alpha1 as _v1alpha1
 from kubetrain.api import v1beta1 as _v1beta1
 from kubetrain.api.v1alpha1 import trainingjob_conversion as _spoke
@@ -66,18 +66,30 @@ def to_hub(job: TrainingJob) -> _v1beta1.TrainingJob:
 
 
 def convert_unstructured(data: Mapping[str, Any], api_version: str) -> dict[str, Any]:
-    """Convert wire data, changing nothing in metadata but labels and annotations.
+    """Convert wire data exactly, changing nothing in metadata but labels and annotations.
 
     This is what a conversion webhook must do: the apiserver rejects a response that
     changes any other metadata, so metadata is carried over from the input verbatim.
+    Converted back, the result gives ``data`` as written — list order and explicit
+    defaults included — through the annotation :data:`kubetrain.api.exact.FORM_DATA`.
+    Only JSON types are checked (:func:`kubetrain.api.exact.types_only`), so an object
+    stored before a rule existed still converts; admission and the reconciler decode with
+    every rule (:func:`decode`).
     """
-    converted = encode(convert(decode(data), api_version))
-    metadata = dict(data.get("metadata") or {})
-    for key in ("labels", "annotations"):
-        value = converted.get("metadata", {}).get(key)
-        if value:
-            metadata[key] = value
-        else:
-            metadata.pop(key, None)
-    converted["metadata"] = metadata
-    return converted
+
+    def plain(obj: Mapping[str, Any], version: str) -> dict[str, Any]:
+        converted = encode(convert(decode(obj), version))
+        metadata = dict(obj.get("metadata") or {})
+        for key in ("labels", "annotations"):
+            value = converted.get("metadata", {}).get(key)
+            if value:
+                metadata[key] = value
+            else:
+                metadata.pop(key, None)
+        converted["metadata"] = metadata
+        return converted
+
+    with exact.types_only():
+        return exact.convert(
+            data, api_version, plain=plain, meaning=decode, derived=(_spoke.CONVERSION_DATA,)
+        )

@@ -10,12 +10,13 @@ spelling that they wrote in their YAML, never a Python attribute name.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
-__all__ = ["FieldError", "Path", "ValidationError", "constant", "format_path"]
+__all__ = ["FieldError", "Path", "ValidationError", "constant", "cross_field", "format_path"]
 
 Path = tuple[str | int, ...]
 
@@ -65,3 +66,22 @@ def constant(expected: str) -> Callable[[Any, Any, str], None]:
             raise ValidationError.at(wire, f"expected {expected}, got {value!r}")
 
     return check
+
+
+C = TypeVar("C")
+
+
+def cross_field(check: Callable[[C], None]) -> Callable[[C], None]:
+    """Mark an ``__attrs_post_init__`` as a rule across fields.
+
+    Like attrs' own validators it is skipped within ``attrs.validators.disabled()``: the
+    conversion webhook decodes a stored object by its types alone, so that one written
+    before a rule existed still converts (see :mod:`kubetrain.api.exact`).
+    """
+
+    @functools.wraps(check)
+    def run(self: C) -> None:
+        if not attrs.validators.get_disabled():
+            check(self)
+
+    return run

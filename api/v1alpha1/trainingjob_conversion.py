@@ -6,7 +6,15 @@ policies, gang scheduling, a status with history — so converting a hub object 
 keeps what v1alpha1 cannot hold in the annotation :data:`CONVERSION_DATA`, and
 converting *up* again restores it. The rule for that merge: whatever v1alpha1 can
 express comes from the v1alpha1 object (a user may have edited it); the annotation only
-fills in the rest. The annotation never reaches a hub object.
+fills in the rest. This annotation never reaches a hub object: converting up consumes it.
+A v1alpha1 object whose annotation is not conversion data is refused with a
+:class:`~kubetrain.api.validation.ValidationError` naming the annotation; only a write
+in v1alpha1 can bring one, never a stored (hub) object.
+
+This module converts *meaning*, typed object to typed object. The *form* an object was
+written in — v1alpha1's list order, explicit defaults — is kept at the unstructured
+layer by :mod:`kubetrain.api.exact`, in an annotation of its own that an object born
+v1alpha1 does carry into the hub when it was not written in canonical form.
 
 Replica types are UPPERCASE in v1alpha1 and CamelCase keys in the hub: MASTER <->
 Master, PS <-> PS, and so on (:func:`hub_type_name`). A hub spelling that the default
@@ -19,7 +27,7 @@ from typing import TypeVar
 
 import attrs
 
-from kubetrain.api import conversion, wire
+from kubetrain.api import conversion, validation, wire
 from kubetrain.api import v1beta1 as hub
 from kubetrain.api.v1alpha1 import trainingjob_types as alpha
 
@@ -81,9 +89,10 @@ def _read_stash(raw: str | None) -> Stash:
         return Stash()
     try:
         return wire.structure(json.loads(raw), Stash)
-    except (ValueError, TypeError) as e:
-        raise conversion.ConversionError(
-            f"annotation {CONVERSION_DATA} is not valid conversion data: {e}"
+    except (ValueError, TypeError, RecursionError) as e:
+        # A ValidationError, so that the webhook reports it with the annotation named.
+        raise validation.ValidationError.at(
+            ("metadata", "annotations", CONVERSION_DATA), f"not valid conversion data: {e}"
         ) from None
 
 

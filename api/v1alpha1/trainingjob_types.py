@@ -78,6 +78,7 @@ class Backend:
 
     cel_rules: ClassVar[tuple[schema.Rule, ...]] = framework_types.BACKEND_RULES
 
+    @validation.cross_field
     def __attrs_post_init__(self) -> None:
         framework_types.check_backend(self.type, self.redis_host, self.nfs_path)
 
@@ -117,6 +118,7 @@ class TrainingJobSpec:
         ),
     )
 
+    @validation.cross_field
     def __attrs_post_init__(self) -> None:
         errors = list(self._cross_field_errors())
         if errors:
@@ -186,6 +188,7 @@ class TrainingJob:
         ),
     )
 
+    @validation.cross_field
     def __attrs_post_init__(self) -> None:
         replicas = {r.replica_type: r.replicas for r in self.spec.replica_specs}
         errors = list(hub_types.name_errors(self.metadata.name, replicas))

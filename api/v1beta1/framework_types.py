@@ -51,6 +51,7 @@ class ElasticPolicy:
         ),
     )
 
+    @validation.cross_field
     def __attrs_post_init__(self) -> None:
         if self.min_replicas > self.max_replicas:
             raise validation.ValidationError.at("minReplicas", "minReplicas must not exceed maxReplicas")
@@ -110,6 +111,7 @@ class Caffe2Backend:
 
     cel_rules: ClassVar[tuple[schema.Rule, ...]] = BACKEND_RULES
 
+    @validation.cross_field
     def __attrs_post_init__(self) -> None:
         check_backend(self.type, self.redis_host, self.nfs_path)
 
@@ -153,6 +155,7 @@ class FrameworkSpec:
         ),
     )
 
+    @validation.cross_field
     def __attrs_post_init__(self) -> None:
         errors = [
             validation.FieldError(

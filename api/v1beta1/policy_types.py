@@ -87,6 +87,7 @@ class ExitCodeRange:
         ),
     )
 
+    @validation.cross_field
     def __attrs_post_init__(self) -> None:
         if self.max is not None and self.min > self.max:
             raise validation.ValidationError.at("max", "min must not exceed max")
@@ -113,6 +114,7 @@ class ExitCodeMatch:
         ),
     )
 
+    @validation.cross_field
     def __attrs_post_init__(self) -> None:
         if not self.values and not self.ranges:
             raise validation.ValidationError.at("values", "list at least one exit code in values or ranges")

@@ -183,6 +183,7 @@ class TrainingJobSpec:
         ),
     )
 
+    @validation.cross_field
     def __attrs_post_init__(self) -> None:
         errors = list(self._cross_field_errors())
         if errors:
@@ -404,6 +405,7 @@ class TrainingJob:
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     )
 
+    @validation.cross_field
     def __attrs_post_init__(self) -> None:
         replicas = {t: r.replicas for t, r in self.spec.replica_specs.items()}
         errors = [*name_errors(self.metadata.name, replicas), *self._status_key_errors()]

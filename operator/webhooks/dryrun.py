@@ -1,6 +1,6 @@
 """Ask the apiserver whether it would create the objects a TrainingJob renders.
 
-The CRD cannot carry the whole PodTemplateSpec schema (it would weigh megabytes), and
+The CRD does not carry the whole PodTemplateSpec schema (hundreds of kilobytes), and
 even that schema misses what only the apiserver's pod validation knows: an image is
 required, a container name is a DNS label, a port name is at most 15 characters. So the
 admission webhook renders the job exactly as the reconciler will and sends the objects

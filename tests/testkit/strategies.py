@@ -7,13 +7,18 @@ parts (pod templates, third-party options) carry arbitrary JSON to prove it surv
 
 from __future__ import annotations
 
+import copy
 import datetime
 import string
+import types
+import typing
+from collections.abc import Mapping
 from typing import Any
 
+import attrs
 from hypothesis import strategies as st
 
-from kubetrain.api import meta, v1alpha1, v1beta1
+from kubetrain.api import meta, schema, v1alpha1, v1beta1, wire
 from kubetrain.api.v1alpha1 import trainingjob_conversion
 
 # --- small pieces -------------------------------------------------------------------------
@@ -58,13 +63,25 @@ def optional(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     return st.none() | strategy
 
 
+# Fields whose shape the pod template check reads (api/podtemplate.py); free-form JSON
+# in a generated template keeps clear of them.
+SHAPED = frozenset(
+    {"name", "image", "command", "args", "env", "ports", "volumeMounts", "resources"}
+    | {"containers", "initContainers", "volumes"}
+)
+
+
+def _free_form(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in SHAPED}
+
+
 @st.composite
 def pod_templates(draw: st.DrawFn, container_name: str | None = None) -> dict[str, Any]:
     names = draw(st.lists(dns_label, min_size=1, max_size=2, unique=True))
     if container_name is not None:
         names[0] = container_name
-    containers = [{**draw(json_objects), "name": n} for n in dict.fromkeys(names)]
-    out: dict[str, Any] = {"spec": {**draw(json_objects), "containers": containers}}
+    containers = [{**_free_form(draw(json_objects)), "name": n} for n in dict.fromkeys(names)]
+    out: dict[str, Any] = {"spec": {**_free_form(draw(json_objects)), "containers": containers}}
     if draw(st.booleans()):
         out["metadata"] = {"labels": draw(st.dictionaries(dns_label, dns_label, max_size=2))}
     return out
@@ -400,3 +417,112 @@ def alpha_jobs(draw: st.DrawFn) -> v1alpha1.TrainingJob:
         ),
         status=status,
     )
+
+
+# --- wire forms ---------------------------------------------------------------------------
+# The same objects as JSON the way a user may write them: defaults spelled out at random
+# (``replicas: 1``, ``failurePolicy: {}``, ``port: null`` ...) and, in v1alpha1, the
+# replica lists in any order. Every such object decodes to the object it came from.
+
+
+def _bare(tp: Any) -> Any:
+    """``tp`` without ``Annotated`` and ``| None``."""
+    while True:
+        if typing.get_origin(tp) is typing.Annotated:
+            tp = typing.get_args(tp)[0]
+        elif typing.get_origin(tp) in (typing.Union, types.UnionType) and type(None) in typing.get_args(tp):
+            tp = next(a for a in typing.get_args(tp) if a is not type(None))
+        else:
+            return tp
+
+
+def _nested_class(tp: Any) -> tuple[str, type] | None:
+    """Where an attrs class sits in a field's type: the value, each item, or each value."""
+    tp = _bare(tp)
+    if attrs.has(tp):
+        return "one", tp
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is tuple and attrs.has(_bare(args[0])):
+        return "items", _bare(args[0])
+    if origin in (dict, Mapping) and attrs.has(_bare(args[1])):
+        return "values", _bare(args[1])
+    return None
+
+
+def _spell_out_defaults(draw: st.DrawFn, cls: type, data: dict[str, Any]) -> None:
+    hints = typing.get_type_hints(cls, include_extras=True)
+    for a in attrs.fields(cls):
+        name = schema.wire_name(a)
+        if name not in data:
+            if a.default is attrs.NOTHING or not draw(st.booleans()):
+                continue
+            default = a.default.factory() if isinstance(a.default, attrs.Factory) else a.default  # type: ignore[attr-defined]
+            data[name] = wire.unstructure(default)
+        nested, value = _nested_class(hints[a.name]), data[name]
+        if nested is None or value is None:
+            continue
+        where, inner = nested
+        items = [value] if where == "one" else value if where == "items" else list(value.values())
+        for item in items:
+            _spell_out_defaults(draw, inner, item)
+
+
+@st.composite
+def with_explicit_defaults(draw: st.DrawFn, job: Any) -> dict[str, Any]:
+    """``job`` as wire data, with some of its defaults written out."""
+    data: dict[str, Any] = wire.unstructure(job)
+    _spell_out_defaults(draw, type(job), data)
+    return data
+
+
+@st.composite
+def hub_wire_jobs(draw: st.DrawFn) -> dict[str, Any]:
+    return draw(with_explicit_defaults(draw(hub_jobs())))
+
+
+@st.composite
+def alpha_wire_jobs(draw: st.DrawFn) -> dict[str, Any]:
+    """A v1alpha1 object as written: defaults spelled out, replica lists in any order."""
+    data = draw(with_explicit_defaults(draw(alpha_jobs())))
+    for part, key in (("spec", "replicaSpecs"), ("status", "replicaStatuses")):
+        if isinstance(data.get(part), dict) and data[part].get(key):
+            data[part][key] = draw(st.permutations(data[part][key]))
+    return data
+
+
+def _replica_specs(data: dict[str, Any]) -> list[dict[str, Any]]:
+    specs = data["spec"]["replicaSpecs"]
+    return list(specs.values()) if isinstance(specs, dict) else specs
+
+
+@st.composite
+def rule_breaking(draw: st.DrawFn, data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` breaking one or more rules that attrs validators check, JSON types intact.
+
+    What an object stored before a rule existed, or while the webhook was down, can be.
+    """
+    out = copy.deepcopy(data)
+    breaks = draw(
+        st.lists(
+            st.sampled_from(["replicas", "port", "runtimeId", "no containers", "unnamed container"]),
+            min_size=1,
+            max_size=3,
+        )
+    )
+    for rule in breaks:
+        spec = draw(st.sampled_from(_replica_specs(out)))
+        if rule == "replicas":
+            spec["replicas"] = draw(st.integers(10001, 99999))
+        elif rule == "port":
+            spec["port"] = draw(st.sampled_from([0, 65536, 99999]))
+        elif rule == "runtimeId":
+            out["spec"]["runtimeId"] = draw(st.sampled_from(["Run_1", "", "much-too-long-for-an-id"]))
+        elif rule == "no containers":
+            spec["template"] = {**spec["template"], "spec": {**spec["template"]["spec"], "containers": []}}
+        else:
+            containers = [*spec["template"]["spec"]["containers"], {"image": "busybox"}]
+            spec["template"] = {
+                **spec["template"],
+                "spec": {**spec["template"]["spec"], "containers": containers},
+            }
+    return out
