@@ -24,7 +24,7 @@ it by a server-side dry run of the objects a job renders.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from kubetrain.api import validation, wire
@@ -37,6 +37,7 @@ MAX_BYTES = 512 * 1024
 
 Path = validation.Path
 _E = validation.FieldError
+Check = Callable[[Any, Path], Iterator[validation.FieldError]]
 
 _STRING_MAPS = ("labels", "annotations")
 _CONTAINER_LISTS = ("containers", "initContainers")
@@ -98,30 +99,23 @@ def _shape(template: Any, at: Path) -> Iterator[validation.FieldError]:
     if not isinstance(containers, list) or not containers:
         yield _E(path=(*at, "spec", "containers"), message="a pod template needs at least one container")
     for key in _CONTAINER_LISTS:
-        yield from _containers(spec.get(key), (*at, "spec", key))
-    yield from _objects(spec.get("volumes"), (*at, "spec", "volumes"), named=True)
+        yield from _each(spec.get(key), (*at, "spec", key), _container)
+    yield from _each(spec.get("volumes"), (*at, "spec", "volumes"), _named_object)
 
 
-def _containers(value: Any, path: Path) -> Iterator[validation.FieldError]:
-    if value is None:
+def _container(c: Any, where: Path) -> Iterator[validation.FieldError]:
+    if not isinstance(c, Mapping):
+        yield _wrong(c, dict, where)
         return
-    if not isinstance(value, list):
-        yield _wrong(value, list, path)
-        return
-    for i, c in enumerate(value):
-        where = (*path, i)
-        if not isinstance(c, Mapping):
-            yield _wrong(c, dict, where)
-            continue
-        if not isinstance(c.get("name"), str):
-            yield _E(path=(*where, "name"), message="every container needs a name")
-        if "image" in c and not isinstance(c["image"], str):
-            yield _wrong(c["image"], str, (*where, "image"))
-        for key in _STRING_LISTS:
-            yield from _strings(c.get(key), (*where, key))
-        for key in _OBJECT_LISTS:
-            yield from _objects(c.get(key), (*where, key), named=key == "env")
-        yield from _resources(c.get("resources"), (*where, "resources"))
+    if not isinstance(c.get("name"), str):
+        yield _E(path=(*where, "name"), message="every container needs a name")
+    if "image" in c and not isinstance(c["image"], str):
+        yield _wrong(c["image"], str, (*where, "image"))
+    for key in _STRING_LISTS:
+        yield from _each(c.get(key), (*where, key), _string)
+    for key in _OBJECT_LISTS:
+        yield from _each(c.get(key), (*where, key), _named_object if key == "env" else _object)
+    yield from _resources(c.get("resources"), (*where, "resources"))
 
 
 def _resources(value: Any, path: Path) -> Iterator[validation.FieldError]:
@@ -151,32 +145,34 @@ def _string_map(value: Any, path: Path) -> Iterator[validation.FieldError]:
         yield _wrong(value, dict, path)
         return
     for k, v in value.items():
-        if not isinstance(v, str):
-            yield _wrong(v, str, (*path, str(k)))
+        yield from _string(v, (*path, str(k)))
 
 
-def _strings(value: Any, path: Path) -> Iterator[validation.FieldError]:
+def _each(value: Any, path: Path, item: Check) -> Iterator[validation.FieldError]:
+    """An optional array: every entry checked by ``item``."""
     if value is None:
         return
     if not isinstance(value, list):
         yield _wrong(value, list, path)
         return
     for i, v in enumerate(value):
-        if not isinstance(v, str):
-            yield _wrong(v, str, (*path, i))
+        yield from item(v, (*path, i))
 
 
-def _objects(value: Any, path: Path, *, named: bool) -> Iterator[validation.FieldError]:
-    if value is None:
-        return
-    if not isinstance(value, list):
-        yield _wrong(value, list, path)
-        return
-    for i, v in enumerate(value):
-        if not isinstance(v, Mapping):
-            yield _wrong(v, dict, (*path, i))
-        elif named and not isinstance(v.get("name"), str):
-            yield _E(path=(*path, i, "name"), message="required string")
+def _string(value: Any, path: Path) -> Iterator[validation.FieldError]:
+    if not isinstance(value, str):
+        yield _wrong(value, str, path)
+
+
+def _object(value: Any, path: Path) -> Iterator[validation.FieldError]:
+    if not isinstance(value, Mapping):
+        yield _wrong(value, dict, path)
+
+
+def _named_object(value: Any, path: Path) -> Iterator[validation.FieldError]:
+    yield from _object(value, path)
+    if isinstance(value, Mapping) and not isinstance(value.get("name"), str):
+        yield _E(path=(*path, "name"), message="required string")
 
 
 # --- words --------------------------------------------------------------------------------
