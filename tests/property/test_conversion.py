@@ -23,6 +23,12 @@ ANNOTATION = trainingjob_conversion.CONVERSION_DATA
 FORM = exact.FORM_DATA
 
 
+def at_most(n: int) -> settings:
+    """Fewer examples than the profile's for properties whose objects cost ~50 ms each to
+    generate and convert; never more than the profile asks (``quick`` stays quick)."""
+    return settings(max_examples=min(n, settings.default.max_examples))
+
+
 def through_storage(job: scheme.TrainingJob) -> scheme.TrainingJob:
     """What etcd does to an object: JSON out, JSON back in."""
     return scheme.decode(json.loads(json.dumps(scheme.encode(job))))
@@ -116,6 +122,7 @@ def round_trip(data: dict[str, Any], other: str) -> tuple[dict[str, Any], dict[s
     return there, back
 
 
+@at_most(500)
 @given(strategies.alpha_wire_jobs())
 def test_a_v1alpha1_object_comes_back_as_written(data: dict[str, Any]) -> None:
     written = canonical(data)
@@ -124,6 +131,7 @@ def test_a_v1alpha1_object_comes_back_as_written(data: dict[str, Any]) -> None:
     assert canonical(back) == written
 
 
+@at_most(500)
 @given(strategies.hub_wire_jobs())
 def test_a_v1beta1_object_comes_back_as_written(data: dict[str, Any]) -> None:
     written = canonical(data)
@@ -132,6 +140,7 @@ def test_a_v1beta1_object_comes_back_as_written(data: dict[str, Any]) -> None:
     assert canonical(back) == written
 
 
+@at_most(500)
 @given(strategies.alpha_wire_jobs() | strategies.hub_wire_jobs())
 def test_whatever_admission_admits_converts_both_ways(data: dict[str, Any]) -> None:
     scheme.decode(data)  # admission's own decode, every rule checked
@@ -156,7 +165,7 @@ def with_template_junk(data: dict[str, Any], depth: int, length: int) -> dict[st
     return out
 
 
-@settings(max_examples=200)
+@at_most(200)
 @given(
     strategies.alpha_wire_jobs() | strategies.hub_wire_jobs(),
     st.integers(2, podtemplate.MAX_DEPTH),
@@ -172,7 +181,7 @@ def test_deep_and_large_admitted_objects_convert_exactly_both_ways(
     assert canonical(back) == canonical(written)
 
 
-@settings(max_examples=20)
+@at_most(20)
 @given(
     strategies.alpha_wire_jobs() | strategies.hub_wire_jobs(), st.integers(podtemplate.MAX_DEPTH + 1, 5000)
 )
@@ -185,6 +194,7 @@ def test_objects_stored_past_todays_limits_still_convert_exactly(data: dict[str,
     assert back == stored
 
 
+@at_most(500)
 @given(st.data(), strategies.alpha_wire_jobs() | strategies.hub_wire_jobs())
 def test_an_object_breaking_a_validation_rule_still_converts_exactly(
     data: st.DataObject, written: dict[str, Any]
@@ -214,6 +224,7 @@ forged_forms = st.fixed_dictionaries(
 ).map(json.dumps)
 
 
+@at_most(500)
 @given(
     strategies.hub_wire_jobs(),
     st.sampled_from([FORM, ANNOTATION]),
@@ -234,6 +245,7 @@ def test_a_corrupt_conversion_annotation_on_a_hub_object_never_fails_a_conversio
         assert canonical(back) == canonical(expected)
 
 
+@at_most(500)
 @given(strategies.alpha_wire_jobs(), strategies.alpha_wire_jobs())
 def test_a_stale_form_record_never_changes_what_an_object_means(
     first: dict[str, Any], second: dict[str, Any]
@@ -273,6 +285,7 @@ field_names = st.sampled_from(
 field_values = st.sampled_from([0, 1, 3, "All", "Running", "WORKER", {}, [], None]) | strategies.json_values
 
 
+@at_most(500)
 @given(st.data(), strategies.hub_wire_jobs())
 def test_a_forged_form_record_never_changes_what_an_object_means(
     data: st.DataObject, written: dict[str, Any]
