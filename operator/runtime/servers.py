@@ -92,7 +92,7 @@ class Server:
 MAX_REVIEW_BYTES = 8 * 1024 * 1024
 # The apiserver decodes JSON nested up to 10,000 levels; Python's parser recurses once per
 # level, so the webhook must be able to read as deep to answer at all.
-_RECURSION_LIMIT = 12_000
+RECURSION_LIMIT = 12_000
 
 
 class WebhookServer:
@@ -103,7 +103,7 @@ class WebhookServer:
         self.ssl_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self._loaded: tuple[float, float] | None = None
         self._app = web.Application(client_max_size=MAX_REVIEW_BYTES)
-        sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
         self._server = Server(self._app, f"{host}:{port}", self.ssl_context)
         self._reloader: asyncio.Task[None] | None = None
         self.handlers: list[str] = []

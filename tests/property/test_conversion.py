@@ -8,6 +8,7 @@ a rule but has the schema's JSON types still converts.
 
 import copy
 import json
+import sys
 from typing import Any
 
 import attrs
@@ -18,9 +19,13 @@ from testkit import strategies
 
 from kubetrain.api import exact, podtemplate, scheme, v1alpha1, v1beta1, validation
 from kubetrain.api.v1alpha1 import trainingjob_conversion
+from kubetrain.operator.runtime import servers
 
 ANNOTATION = trainingjob_conversion.CONVERSION_DATA
 FORM = exact.FORM_DATA
+# As in the webhook process: JSON and comparisons of objects stored as deep as the apiserver
+# accepts recurse in C, once per level.
+sys.setrecursionlimit(max(sys.getrecursionlimit(), servers.RECURSION_LIMIT))
 
 
 def at_most(n: int) -> settings:
@@ -183,7 +188,7 @@ def test_deep_and_large_admitted_objects_convert_exactly_both_ways(
 
 @at_most(20)
 @given(
-    strategies.alpha_wire_jobs() | strategies.hub_wire_jobs(), st.integers(podtemplate.MAX_DEPTH + 1, 5000)
+    strategies.alpha_wire_jobs() | strategies.hub_wire_jobs(), st.integers(podtemplate.MAX_DEPTH + 1, 9000)
 )
 def test_objects_stored_past_todays_limits_still_convert_exactly(data: dict[str, Any], depth: int) -> None:
     stored = with_template_junk(data, depth, podtemplate.MAX_STRING + 1)
