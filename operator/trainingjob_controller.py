@@ -109,11 +109,10 @@ class TrainingJobReconciler:
         stored = await self._write_status(obj, job, decision.status)
         if stored is None:
             return rec.Result(requeue_after=0.1)
-        # Create what is missing; the next step shows what the apiserver refused.
-        if decision.create and await self._create(
+        # Create what is missing; the next step, at once, shows what the apiserver refused.
+        refused = bool(decision.create) and await self._create(
             attrs.evolve(job, status=decision.status), fw, decision.create
-        ):
-            return rec.Result(requeue_after=0.1)
+        )
         # Delete what the step let go of.
         await self._delete(job, decision.delete)
         # Expire a finished job.
@@ -123,7 +122,7 @@ class TrainingJobReconciler:
         await self._send(stored, decision.events)
         # Count jobs created, finished and restarted.
         _count(fw.name, job, decision.status)
-        return rec.Result(requeue_after=decision.requeue_after)
+        return rec.Result(requeue_after=0.1 if refused else decision.requeue_after)
 
     # --- reading ---------------------------------------------------------------------------
 

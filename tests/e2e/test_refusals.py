@@ -98,6 +98,10 @@ def test_a_missing_service_account_is_waited_for(cluster: devcluster.Cluster, na
     name = create(cluster, namespace, spec)
     cond = replica_failure(cluster, namespace, name, "ServiceAccountMissing")
     assert 'serviceaccount "trainer" not found' in cond["message"]
+    # The pass whose creates were refused still sent its Events.
+    assert {"TrainingJobCreated", "FailedCreate", "ServiceAccountMissing"} <= {
+        e["reason"] for e in events(cluster, namespace, name)
+    }
     cluster.kubectl("create", "serviceaccount", "trainer", "-n", namespace)
     running_pods(cluster, namespace, name, 3)
     wait_state(cluster, namespace, name, "Running", timeout=90)
