@@ -178,6 +178,8 @@ def attribute(verb: str, group: str, resource: str, subresource: str) -> str:
         return "scheduler"
     if group == "" and resource in ("nodes", "pods") and subresource == "status":
         return "kwok"
+    if group == "scheduling.k8s.io" and resource == "podgroups":  # the operator's gangs
+        return "scheduler" if subresource == "status" else "operator?" if read else "operator"
     if (group == "" and resource in ("pods", "services", "configmaps", "events", "nodes")) or (
         group == "training.kubetrain.dev" and resource == "trainingjobs"
     ):
@@ -277,7 +279,7 @@ def user_kubeconfig(c: devcluster.Cluster, user: str, path: pathlib.Path) -> pat
 
 
 def operator_argv(
-    kubeconfig: pathlib.Path, metrics_port: int, probe_port: int, qps: float, burst: int
+    kubeconfig: pathlib.Path, metrics_port: int, probe_port: int, qps: float, burst: int, gang_scheduler: str
 ) -> list[str]:
     script = pathlib.Path(sys.executable).parent / "kubetrain-operator"
     command = [str(script)] if script.exists() else [sys.executable, "-P", "-m", "kubetrain.operator"]
@@ -290,16 +292,19 @@ def operator_argv(
         "--log-level=warning",
         f"--kube-api-qps={qps:g}",
         f"--kube-api-burst={burst}",
+        f"--gang-scheduler={gang_scheduler}",
     ]
 
 
 def start_operator(
-    kubeconfig: pathlib.Path, log_path: pathlib.Path, qps: float, burst: int
+    kubeconfig: pathlib.Path, log_path: pathlib.Path, qps: float, burst: int, gang_scheduler: str
 ) -> tuple[process.Process, int]:
     """Start kubetrain-operator and wait until its caches are synced (/readyz); returns it and its metrics port."""
     metrics_port, probe_port = process.free_port(), process.free_port()
     op = process.Process(
-        "kubetrain-operator", operator_argv(kubeconfig, metrics_port, probe_port, qps, burst), log_path
+        "kubetrain-operator",
+        operator_argv(kubeconfig, metrics_port, probe_port, qps, burst, gang_scheduler),
+        log_path,
     )
     op.start()
 
@@ -643,7 +648,11 @@ def operator_phase(
     log(f"operator (qps {qps:g}, burst {burst}): {args.jobs} TrainingJobs in {namespace}")
     result.update({"namespace": namespace, "qps": qps, "burst": burst, "count": args.jobs})
     op, metrics_port = start_operator(
-        kubeconfigs["operator"], workdir / f"kubetrain-operator-{namespace}.log", qps, burst
+        kubeconfigs["operator"],
+        workdir / f"kubetrain-operator-{namespace}.log",
+        qps,
+        burst,
+        args.gang_scheduler,
     )
     own: collections.Counter[RowKey] = collections.Counter()
     snapshot: dict[str, Any] = {}
@@ -825,6 +834,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=float,
         default=5.0,
         help="seconds after all jobs run before the last scrape (default 5)",
+    )
+    p.add_argument(
+        "--gang-scheduler",
+        default="auto",
+        help="the operator's --gang-scheduler (default auto: native gangs, served by this cluster)",
     )
     p.add_argument("--skip-plain", action="store_true", help="skip the plain-client lower bound")
     p.add_argument("--skip-operator", action="store_true", help="run the plain-client lower bound only")

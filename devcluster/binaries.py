@@ -18,7 +18,16 @@ from collections.abc import Iterator
 
 import attrs
 
-__all__ = ["NAMES", "NODE_NAMES", "Binaries", "BinariesNotFoundError", "find", "locked"]
+__all__ = [
+    "NAMES",
+    "NODE_NAMES",
+    "SCHEDULER_NAMES",
+    "Binaries",
+    "BinariesNotFoundError",
+    "find",
+    "locked",
+    "manifest",
+]
 
 NAMES = (
     "etcd",
@@ -42,6 +51,8 @@ NODE_NAMES = (
     "runc",
     "host-local",
 )
+# The optional schedulers (hack/build-schedulers.sh): scheduler-plugins' scheduler and Kueue.
+SCHEDULER_NAMES = ("coscheduling-scheduler", "kueue")
 
 
 class BinariesNotFoundError(FileNotFoundError):
@@ -83,7 +94,8 @@ def _search_dirs() -> list[pathlib.Path]:
     cache = cache_dir()
     for component in ("k8s", "etcd"):
         dirs += sorted(cache.glob(f"{component}/*/bin"), key=_version_key, reverse=True)
-    dirs += [cache / "tools" / "bin", cache / "node" / "bin", pathlib.Path("/usr/lib/cni")]
+    dirs += [cache / "tools" / "bin", cache / "node" / "bin", cache / "schedulers" / "bin"]
+    dirs += [pathlib.Path("/usr/lib/cni")]
     return dirs
 
 
@@ -105,7 +117,19 @@ def find(names: tuple[str, ...] = NAMES) -> Binaries:
         searched = "\n  ".join(str(d) for d in dirs)
         raise BinariesNotFoundError(
             f"control-plane binaries not found: {', '.join(missing)}.\n"
-            "Build them with `hack/build-control-plane.sh` and `hack/build-node.sh` (or `make control-plane`)."
+            "Build them with `hack/build-control-plane.sh`, `hack/build-node.sh` and `hack/build-schedulers.sh`"
+            " (or `make control-plane`)."
             f" Searched:\n  {searched}"
         )
     return Binaries(found)
+
+
+def manifest(relative: str) -> pathlib.Path:
+    """A manifest hack/build-schedulers.sh keeps beside the schedulers (a CRD, webhooks)."""
+    kueue = pathlib.Path(find(("kueue",))["kueue"])
+    path = kueue.parent.parent / "manifests" / relative
+    if not path.exists():
+        raise BinariesNotFoundError(
+            f"{path} is missing: run `hack/build-schedulers.sh` (or `make control-plane`)"
+        )
+    return path

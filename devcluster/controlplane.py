@@ -45,7 +45,11 @@ CONTROLLERS = (
     "root-ca-certificate-publisher-controller",
     # ResourceQuota admission counts against what this controller writes in the quota's status.
     "resourcequota-controller",
+    # Removes a PodGroup's finalizer once its pods are gone; without it namespaces never finish deleting.
+    "podgroup-protection-controller",
 )
+# Native gang scheduling (scheduling.k8s.io/v1alpha2 Workload and PodGroup), on every component.
+FEATURE_GATES = "--feature-gates=GenericWorkload=true,GangScheduling=true"
 # What real nodes add: Services' endpoints for CoreDNS and kube-proxy, and Deployments.
 REAL_NODE_CONTROLLERS = (
     "endpointslice-controller",
@@ -297,6 +301,8 @@ def start_apiserver(c: ControlPlane, etcd_url: str, certs: dict[str, pathlib.Pat
             # New nodes would wait for node-lifecycle to lift a not-ready taint; kwok nodes are ready at once.
             "--disable-admission-plugins=TaintNodesByCondition",
             "--enable-priority-and-fairness=false",
+            FEATURE_GATES,
+            "--runtime-config=scheduling.k8s.io/v1alpha2=true",
             f"--kubelet-client-certificate={certs['kubelet-client.crt']}",
             f"--kubelet-client-key={certs['kubelet-client.key']}",
             "--kubelet-preferred-address-types=InternalIP",
@@ -377,6 +383,7 @@ def start_controller_manager(
             f"--root-ca-file={certs['ca.crt']}",
             "--use-service-account-credentials=false",
             "--concurrent-gc-syncs=5",
+            FEATURE_GATES,
             f"--node-monitor-grace-period={node_grace}",
             f"--node-startup-grace-period={NEVER if node_grace == NEVER else '60s'}",
             "--v=1",
@@ -405,6 +412,7 @@ def start_scheduler(c: ControlPlane, timeout: float) -> None:
             "--leader-elect=false",
             "--bind-address=127.0.0.1",
             f"--secure-port={port}",
+            FEATURE_GATES,
             "--v=1",
         ],
     )

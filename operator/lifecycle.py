@@ -30,6 +30,10 @@ A step, in order:
 9. Missing replicas are created — only when no stale pod is left, so a new world never
    meets an old one, and not before the restart backoff has passed.
 10. ``Running`` once every replica runs (or has succeeded); ``Restarting`` until then.
+11. ``Scheduled``, once the scheduler could not place a pod: False while the job waits in a
+    queue (``Queued``) or cannot be placed (``Unschedulable``, with the scheduler's words),
+    True once every pod is placed. ``scheduleTimeoutSeconds`` fails an unschedulable job with
+    ``ScheduleTimeout`` (checked with the deadline, step 4).
 
 Failures are counted per pod UID in ``status.countedFailures``, which is written before
 anything is acted on, so a failure seen again (the cache lags, a delete failed, the
@@ -55,6 +59,7 @@ from kubetrain.operator.policies import (
     cleanup,
     deadline,
     failure,
+    placement,
     refusal,
     success,
     ttl,
@@ -229,7 +234,7 @@ class _Step:
             self._suspend()
             return self._decision()
         self._resume()
-        if self._succeeded() or self._out_of_time():
+        if self._succeeded() or self._out_of_time() or self._not_placed_in_time():
             return self._decision()
         restarts = self._account()
         if self._finished():
@@ -241,6 +246,7 @@ class _Step:
         self._force_overdue()
         self._create_missing()
         self._progress(restarted=bool(restarts))
+        self._show_placement()
         return self._decision()
 
     # --- pods ------------------------------------------------------------------------------
@@ -348,6 +354,40 @@ class _Step:
         seconds = self.spec.run_policy.active_deadline_seconds
         self._finish(C.FAILED, "DeadlineExceeded", f"the job was active longer than {seconds}s")
         return True
+
+    def _placement(self) -> placement.Placement | None:
+        pods = [p for p in self._live() if self._current(p) and p.deleted is None]
+        policy = self.spec.run_policy.scheduling_policy
+        return placement.assess(pods, policy.queue if policy else None)
+
+    def _not_placed_in_time(self) -> bool:
+        policy = self.spec.run_policy.scheduling_policy
+        seen = self._placement()
+        at = placement.give_up_at(seen, policy.schedule_timeout_seconds if policy else None)
+        if at is None:
+            return False
+        if self.now < at:
+            self.dues.append(at)
+            return False
+        assert seen is not None
+        assert policy is not None
+        message = (
+            f"not placed within scheduleTimeoutSeconds ({policy.schedule_timeout_seconds}s): {seen.message}"
+        )
+        self._set(C.SCHEDULED, False, seen.reason, seen.message)
+        self._finish(C.FAILED, "ScheduleTimeout", message)
+        return True
+
+    def _show_placement(self) -> None:
+        """The Scheduled condition: shown once the scheduler could not place a pod."""
+        seen = self._placement()
+        if seen is None or (seen.placed and not any(c.type == C.SCHEDULED for c in self.conditions)):
+            return
+        old = next((c for c in self.conditions if c.type == C.SCHEDULED), None)
+        if not seen.placed and (old is None or old.reason != seen.reason):
+            kind = "Warning" if seen.reason == placement.UNSCHEDULABLE else "Normal"
+            self.events.append(Event(type=kind, reason=seen.reason, message=seen.message))
+        self._set(C.SCHEDULED, seen.placed, seen.reason, seen.message)
 
     def _account(self) -> list[tuple[observed.Pod, classify.Failure, failure.Verdict]]:
         """Charge and record every failure not counted yet; the restarts they ask for."""

@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Sequence
 
 from kubetrain.api import validation
-from kubetrain.operator import accelerators, trainingjob_controller, webhooks
+from kubetrain.operator import accelerators, scheduling, trainingjob_controller, webhooks
 from kubetrain.operator.runtime import cache, client, controller, logs, manager, tracing
 
 __all__ = ["main", "parser"]
@@ -61,6 +61,18 @@ def parser() -> argparse.ArgumentParser:
         "default: the webhook Service's names in --leader-election-namespace)",
     )
     p.add_argument("--webhook-configuration", default=webhooks.CONFIGURATION_NAME)
+    p.add_argument(
+        "--gang-scheduler",
+        default=scheduling.registry.AUTO,
+        choices=scheduling.registry.CHOICES,
+        help="what places a job's pods together: auto (the first the cluster serves of native, "
+        "coscheduling, volcano; else none), or one of them outright",
+    )
+    p.add_argument(
+        "--coscheduling-scheduler-name",
+        default=scheduling.coscheduling.SCHEDULER_NAME,
+        help="schedulerName of the scheduler-plugins scheduler (with --gang-scheduler=coscheduling)",
+    )
     p.add_argument("--kube-api-qps", type=float, default=20.0)
     p.add_argument("--kube-api-burst", type=int, default=30)
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -69,7 +81,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def build(
-    api: client.Client, args: argparse.Namespace, accelerator_config: accelerators.Config | None = None
+    api: client.Client,
+    args: argparse.Namespace,
+    accelerator_config: accelerators.Config | None = None,
+    scheduler: scheduling.backend.Backend = scheduling.backend.NONE,
 ) -> manager.Manager:
     mgr = manager.Manager(
         api,
@@ -101,6 +116,7 @@ def build(
         nodes=mgr.informer(client.NODES),
         tombstones=tombstones,
         accelerator_config=accelerator_config,
+        scheduler=scheduler,
     )
     if mgr.webhooks is not None:
         webhooks.register(mgr.webhooks, api, accelerator_config)
@@ -123,7 +139,15 @@ async def run(args: argparse.Namespace) -> int:
             args.cert_dir, args.webhook_host or [service, f"{service}.cluster.local"]
         )
         await webhooks.certificates.inject(api, ca, args.webhook_configuration)
-    mgr = build(api, args, accelerator_config)
+    if args.gang_scheduler == scheduling.registry.AUTO:
+        scheduler = await scheduling.registry.detect(
+            api, args.namespace, scheduler_name=args.coscheduling_scheduler_name
+        )
+    else:
+        scheduler = scheduling.registry.get(
+            args.gang_scheduler, scheduler_name=args.coscheduling_scheduler_name
+        )
+    mgr = build(api, args, accelerator_config, scheduler)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 __all__ = [
     "ATTEMPT",
+    "GANG",
     "JOB_NAME",
     "JOB_ROLE",
     "REPLICA_INDEX",
@@ -28,6 +29,8 @@ REPLICA_INDEX = PREFIX + "replica-index"
 JOB_ROLE = PREFIX + "job-role"
 # Which restart attempt a pod belongs to: pods of an older attempt are being replaced.
 ATTEMPT = PREFIX + "restart-attempt"
+# The gang a pod is scheduled with (one per restart attempt; see kubetrain.operator.scheduling).
+GANG = PREFIX + "gang"
 
 
 def replica_name(job: str, replica_type: str, index: int) -> str:

@@ -45,6 +45,9 @@ class Pod:
     conditions: frozenset[str] = frozenset()
     disruption: str | None = None
     waiting: frozenset[str] = frozenset()
+    # PodScheduled False: why the scheduler has not placed it (reason, message), and since when.
+    unscheduled: tuple[str, str] | None = None
+    unscheduled_since: datetime.datetime | None = None
 
     @property
     def deleting(self) -> bool:
@@ -74,7 +77,16 @@ class Pod:
             if (state.get("waiting") or {}).get("reason"):
                 waiting.add(state["waiting"]["reason"])
         true = {c["type"]: c for c in status.get("conditions", []) if c.get("status") == "True"}
-        disruption = true.get("DisruptionTarget")
+        # Kueue marks the pods it preempts TerminationTarget, the way Kubernetes marks DisruptionTarget.
+        disruption = true.get("DisruptionTarget") or true.get("TerminationTarget")
+        unscheduled = next(
+            (
+                c
+                for c in status.get("conditions", [])
+                if c.get("type") == "PodScheduled" and c.get("status") == "False"
+            ),
+            None,
+        )
         return cls(
             name=meta["name"],
             uid=meta.get("uid", ""),
@@ -94,6 +106,10 @@ class Pod:
             conditions=frozenset(true),
             disruption=(disruption.get("reason") or "DisruptionTarget") if disruption else None,
             waiting=frozenset(waiting),
+            unscheduled=(unscheduled.get("reason") or "", unscheduled.get("message") or "")
+            if unscheduled
+            else None,
+            unscheduled_since=_time(unscheduled.get("lastTransitionTime")) if unscheduled else None,
         )
 
 

@@ -25,8 +25,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api import v1beta1, validation
-from kubetrain.operator import naming
+from kubetrain.operator import naming, scheduling
 from kubetrain.operator.frameworks import framework as fw_contract
+from kubetrain.operator.scheduling import backend
 
 __all__ = ["CONFIG_MOUNT", "SECRET_MODE", "owner_reference", "pod_restart_policy", "render"]
 
@@ -39,8 +40,15 @@ SECRET_MODE = 0o600
 Object = dict[str, Any]
 
 
-def render(job: v1beta1.TrainingJob, fw: fw_contract.Framework) -> list[Object]:
-    """ConfigMap, Services and Pods of ``job``; raises ValidationError if it cannot run."""
+def render(
+    job: v1beta1.TrainingJob, fw: fw_contract.Framework, scheduler: backend.Backend = backend.NONE
+) -> list[Object]:
+    """ConfigMap, Services, gang groups and Pods of ``job``; raises ValidationError if it cannot run.
+
+    ``scheduler`` is the gang-scheduling backend: it adds one group object per gang the pods
+    join (see :mod:`.scheduling.gang`) and marks the pods; ``schedulingPolicy.queue`` puts
+    them in a Kueue queue (a Volcano queue with Volcano) and ``priorityClass`` is every pod's.
+    """
     errors = fw_contract.validate(fw, job)
     if errors:
         raise validation.ValidationError(errors)
@@ -54,8 +62,25 @@ def render(job: v1beta1.TrainingJob, fw: fw_contract.Framework) -> list[Object]:
         objects.append(_secret(world, secret))
     if fw.services:
         objects.extend(_service(world, fw, r) for r in world.replicas)
-    objects.extend(_pod(world, fw, r, has_files=bool(files), has_secret=bool(secret)) for r in world.replicas)
+    gangs = scheduling.gang.of_attempts(job, {key: fw.starts_late(key) for key in job.spec.replica_specs})
+    groups = {g.name: scheduler.group(g, owner_reference(job)) for g in gangs.values()}
+    objects.extend(g for g in groups.values() if g is not None)
+    for r in world.replicas:
+        pod = _pod(world, fw, r, has_files=bool(files), has_secret=bool(secret))
+        _schedule(pod, gangs[r.type], scheduler, late=fw.starts_late(r.type))
+        objects.append(pod)
     return objects
+
+
+def _schedule(pod: Object, g: scheduling.gang.Gang, scheduler: backend.Backend, *, late: bool) -> None:
+    pod["metadata"]["labels"][naming.GANG] = g.name
+    scheduler.join(pod, g)
+    # Volcano reads the queue from its PodGroup; pods started late stay out of a Kueue group,
+    # which is admitted only once all of its pods exist.
+    if g.queue and scheduler is not scheduling.volcano.BACKEND and not late:
+        scheduling.kueue.join(pod, g)
+    if g.priority_class:
+        pod["spec"]["priorityClassName"] = g.priority_class
 
 
 def owner_reference(job: v1beta1.TrainingJob) -> list[Object]:

@@ -35,11 +35,12 @@ from typing import Any
 import attrs
 
 from kubetrain.api import scheme, v1beta1, validation, wire
-from kubetrain.operator import accelerators, conditions, lifecycle, naming, observed, render
+from kubetrain.operator import accelerators, conditions, lifecycle, naming, observed, render, scheduling
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.frameworks import registry as fw_registry
 from kubetrain.operator.runtime import cache, client, events, informer, metrics
 from kubetrain.operator.runtime import reconcile as rec
+from kubetrain.operator.scheduling import backend, registry
 
 __all__ = ["MANAGER_NAME", "TrainingJobReconciler"]
 
@@ -69,6 +70,7 @@ class TrainingJobReconciler:
         frameworks: fw_registry.Registry | None = None,
         recorder: events.Recorder | None = None,
         accelerator_config: accelerators.Config | None = None,
+        scheduler: backend.Backend = backend.NONE,
         clock: Callable[[], datetime.datetime] = _utcnow,
     ) -> None:
         self.api = api
@@ -77,11 +79,14 @@ class TrainingJobReconciler:
         self.frameworks = frameworks or fw_registry.default()
         self.recorder = recorder or events.Recorder(api, clock=clock)
         self.accelerators = accelerator_config or {}
+        self.scheduler = scheduler
         self.clock = clock
         # key -> (resourceVersion the write replaced, the object it produced)
         self._written: dict[str, tuple[str, Obj]] = {}
         # key -> what the apiserver refused at the last create pass
         self._refused: dict[str, tuple[lifecycle.Refused, ...]] = {}
+        # key -> the gang groups this process created (or found made) for the job
+        self._groups: dict[str, set[str]] = {}
 
     async def reconcile(self, request: rec.Request) -> rec.Result:
         obj = self._fetch(str(request))
@@ -89,6 +94,7 @@ class TrainingJobReconciler:
             if self.tombstones is not None:
                 self.tombstones.forget(str(request))
             self._refused.pop(str(request), None)
+            self._groups.pop(str(request), None)
             return rec.Result()
         if obj["metadata"].get("deletionTimestamp"):
             return rec.Result()
@@ -113,6 +119,8 @@ class TrainingJobReconciler:
         refused = bool(decision.create) and await self._create(
             attrs.evolve(job, status=decision.status), fw, decision.create
         )
+        # Let a queue release the quota of a finished job's pods.
+        await self._release_quota(job, decision.status)
         # Delete what the step let go of.
         await self._delete(job, decision.delete)
         # Expire a finished job.
@@ -226,20 +234,49 @@ class TrainingJobReconciler:
     ) -> bool:
         """Create the wanted pods and what they need; whether the apiserver refused any."""
         names = {naming.replica_name(job.metadata.name or "", key, i) for key, i in wanted}
-        objects = render.render(job, fw)
+        objects = render.render(job, fw, self.scheduler)
         pods = [o for o in objects if o["kind"] == "Pod" and o["metadata"]["name"] in names]
         for pod in pods:
             accelerators.apply(pod, self.accelerators)
-        shared = [o for o in objects if o["kind"] != "Pod" and not self._cached(o)]
+        groups = [o for o in objects if self._is_group(o)]
+        shared = [o for o in objects if o["kind"] != "Pod" and not self._is_group(o) and not self._cached(o)]
         # The ConfigMap, the Secret and the Services first: a starting pod needs its peers' names.
         refused = await asyncio.gather(*(self._create_one(job, o) for o in shared))
-        refused += await asyncio.gather(*(self._create_one(job, o) for o in pods))
+        # Then the gangs, since a pod waits without a word for a group that does not exist.
         key = f"{job.metadata.namespace}/{job.metadata.name}"
+        refused_groups = await self._create_groups(job, key, groups, pods)
+        pods = [p for p in pods if p["metadata"]["labels"][naming.GANG] not in refused_groups]
+        refused += list(refused_groups.values())
+        refused += await asyncio.gather(*(self._create_one(job, o) for o in pods))
         self._refused[key] = tuple(r for r in refused if r is not None)
         if not self._refused[key]:
             del self._refused[key]
             return False
         return True
+
+    def _is_group(self, obj: Obj) -> bool:
+        r = self.scheduler.resource
+        return r is not None and obj["kind"] == r.kind and obj["apiVersion"] == r.api_version
+
+    async def _create_groups(
+        self, job: v1beta1.TrainingJob, key: str, groups: list[Obj], pods: list[Obj]
+    ) -> dict[str, lifecycle.Refused]:
+        """Create the gangs the new pods join, forget older ones; group name -> refusal."""
+        resource = self.scheduler.resource
+        if resource is None:
+            return {}
+        made = self._groups.setdefault(key, set())
+        wanted = {p["metadata"]["labels"][naming.GANG] for p in pods}
+        new = [g for g in groups if g["metadata"]["name"] in wanted - made]
+        answers = await asyncio.gather(*(self._create_one(job, g) for g in new))
+        refused = {g["metadata"]["name"]: r for g, r in zip(new, answers, strict=True) if r is not None}
+        made |= {g["metadata"]["name"] for g in new} - set(refused)
+        # A gang no pod joins any more: its own pods are gone or going, and the scheduler keeps
+        # it (a finalizer) until they are.
+        for name in sorted(made - {g["metadata"]["name"] for g in groups}):
+            made.discard(name)
+            await self._delete_exactly(resource, name, job.metadata.namespace, None)
+        return refused
 
     def _cached(self, obj: Obj) -> bool:
         # Secrets are not watched (their data is none of the operator's business once made):
@@ -249,25 +286,55 @@ class TrainingJobReconciler:
         return store is not None and store.get(cache.key_of(obj)) is not None
 
     async def _create_one(self, job: v1beta1.TrainingJob, obj: Obj) -> lifecycle.Refused | None:
-        resource = client.CHILDREN[obj["kind"]]
+        group = self._is_group(obj)
+        resource = self.scheduler.resource if group else client.CHILDREN[obj["kind"]]
+        assert resource is not None
         try:
             await self.api.create(resource, obj, obj["metadata"]["namespace"])
         except client.ApiError as e:
             if e.status == 409:  # AlreadyExists: made by an earlier reconcile; names are unique
                 return None
             name = obj["metadata"]["name"]
+            # A 404 for a group is the cluster not serving the backend's API (namespaces are
+            # found: the job is in one).
+            message = registry.not_served(self.scheduler) if group and e.not_found else e.message
             await self.recorder.event(
-                scheme.encode(job), "Warning", "FailedCreate", f"{obj['kind']} {name}: {e.message}"
+                scheme.encode(job), "Warning", "FailedCreate", f"{obj['kind']} {name}: {message}"
             )
             return lifecycle.Refused(
                 kind=obj["kind"],
                 name=name,
                 status=e.status,
-                message=e.message,
+                message=message,
                 at=self.clock(),
                 generation=job.metadata.generation,
             )
         return None
+
+    async def _release_quota(self, job: v1beta1.TrainingJob, status: v1beta1.TrainingJobStatus) -> None:
+        """Mark the unfinished pods of a finished, Kueue-queued job as never to be retried."""
+        policy = job.spec.run_policy.scheduling_policy
+        queued = policy is not None and policy.queue and self.scheduler is not scheduling.volcano.BACKEND
+        if not queued or status.state not in (v1beta1.JobState.SUCCEEDED, v1beta1.JobState.FAILED):
+            return
+        key = f"{job.metadata.namespace}/{job.metadata.name}"
+        patch = {"metadata": {"annotations": {scheduling.kueue.RETRIABLE: "false"}}}
+        await asyncio.gather(
+            *(
+                self._patch_pod(p["metadata"]["name"], job.metadata.namespace, patch)
+                for p in self.pods.store.by_index("owner", key)
+                if (p.get("status") or {}).get("phase") != "Succeeded"
+                and (p["metadata"].get("annotations") or {}).get(scheduling.kueue.RETRIABLE) != "false"
+                and (p["metadata"].get("labels") or {}).get(scheduling.kueue.QUEUE_NAME)
+            )
+        )
+
+    async def _patch_pod(self, name: str, namespace: str | None, patch: Obj) -> None:
+        try:
+            await self.api.merge_patch(client.PODS, name, patch, namespace)
+        except client.ApiError as e:
+            if not e.not_found:
+                raise
 
     async def _delete(self, job: v1beta1.TrainingJob, deletes: tuple[lifecycle.Delete, ...]) -> None:
         await asyncio.gather(

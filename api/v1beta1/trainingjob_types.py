@@ -92,12 +92,41 @@ class ReplicaSpec:
 
 @attrs.frozen(kw_only=True, field_transformer=schema.validated)
 class SchedulingPolicy:
-    """Gang scheduling: how many pods must start together, in which queue."""
+    """Gang scheduling and queues: how many pods start together, in which queue, at which
+    priority. The operator's --gang-scheduler picks what enforces it (docs/scheduling.md)."""
 
-    min_available: Annotated[int | None, schema.Field(minimum=1)] = None
-    queue: Annotated[str | None, schema.Field(max_length=253)] = None
-    priority_class: Annotated[str | None, schema.Field(max_length=253)] = None
-    schedule_timeout_seconds: Annotated[int | None, schema.Field(minimum=1)] = None
+    min_available: Annotated[
+        int | None,
+        schema.Field(
+            minimum=1,
+            doc="Pods the scheduler must place together before any of them is bound (the gang's "
+            "minCount); default: every replica, less those the framework starts later (MPI's launcher).",
+        ),
+    ] = None
+    queue: Annotated[
+        str | None,
+        schema.Field(
+            max_length=253,
+            doc="The Kueue LocalQueue the job waits in, its pods gated until admitted "
+            "(with --gang-scheduler=volcano: the Volcano queue).",
+        ),
+    ] = None
+    priority_class: Annotated[
+        str | None,
+        schema.Field(
+            max_length=253,
+            doc="PriorityClass of every pod and of the gang: a higher one preempts lower jobs, "
+            "whose restarts are charged to the infrastructure budget.",
+        ),
+    ] = None
+    schedule_timeout_seconds: Annotated[
+        int | None,
+        schema.Field(
+            minimum=1,
+            doc="Fail the job (reason ScheduleTimeout) once its pods have been unschedulable this long; "
+            "time spent queued does not count.",
+        ),
+    ] = None
 
 
 @attrs.frozen(kw_only=True, field_transformer=schema.validated)
@@ -243,6 +272,9 @@ class ConditionType(enum.StrEnum):
     FAILED = "Failed"
     # The apiserver refuses some of the job's pods or Services; the reason says why.
     REPLICA_FAILURE = "ReplicaFailure"
+    # Shown once the scheduler could not place a pod: False (Queued, Unschedulable) while it
+    # cannot, True once every pod of the current attempt has a node.
+    SCHEDULED = "Scheduled"
 
 
 # A finished job stays finished whatever else is true; then suspension hides activity.
@@ -388,6 +420,12 @@ class TrainingJob:
             "type": "string",
             "jsonPath": ".status.state",
             "description": "Current state, derived from the conditions",
+        },
+        {
+            "name": "Scheduling",
+            "type": "string",
+            "jsonPath": '.status.conditions[?(@.type=="Scheduled")].reason',
+            "description": "Queued or Unschedulable while the pods wait; shown only once they had to",
         },
         {
             "name": "Restarts",

@@ -136,6 +136,10 @@ class Framework:
     secret: Callable[[World], Mapping[str, str]] | None = None
     secret_mount: str = "/root/.ssh"
 
+    def starts_late(self, key: str) -> bool:
+        """Whether pods of replica type ``key`` are created only once others are ready."""
+        return any(fnmatch.fnmatchcase(key.lower(), name.lower()) for name in self.start_after)
+
     def type_of(self, key: str) -> ReplicaType | None:
         return next((t for t in self.replica_types if t.matches(key)), None)
 

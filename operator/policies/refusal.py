@@ -10,6 +10,9 @@ A refusal is either about the object or about the namespace it goes to:
   namespace's rules forbid what the job asks for. Permanent until the spec or the
   namespace's policy changes, so it also fails the job after the grace period — enough
   time for an administrator to relabel a namespace.
+- **Unserved**: the cluster does not serve an API the job needs — the group object of the
+  operator's gang scheduler (404, with :data:`~kubetrain.operator.scheduling.registry.NOT_SERVED`
+  in the message). Permanent until someone installs it: fails the job after the grace period.
 - **Waiting** for the namespace: a ResourceQuota is used up, the ServiceAccount does not
   exist yet, the namespace is being created or deleted, the apiserver or a webhook is
   busy or down (404, 409 on a terminating namespace, 429, 5xx, timeouts). These clear by
@@ -32,6 +35,7 @@ __all__ = ["Kind", "Refusal", "backoff", "classify"]
 class Kind(enum.Enum):
     INVALID = "Invalid"
     FORBIDDEN = "Forbidden"
+    UNSERVED = "Unserved"
     WAITING = "Waiting"
 
 
@@ -59,6 +63,8 @@ _FORBIDDEN = (("violates podsecurity", "PodSecurity"),)
 def classify(status: int, message: str) -> Refusal:
     """The kind of a refusal, from its HTTP status and the apiserver's message."""
     text = message.lower()
+    if status == 404 and NOT_SERVED in text:
+        return Refusal(kind=Kind.UNSERVED, reason="GangSchedulerNotServed")
     if status in (400, 422):
         return Refusal(kind=Kind.INVALID, reason="Invalid")
     for needle, reason in _WAITING:
@@ -71,6 +77,10 @@ def classify(status: int, message: str) -> Refusal:
         return Refusal(kind=Kind.WAITING, reason="NamespaceNotFound")
     return Refusal(kind=Kind.WAITING, reason="Unavailable")
 
+
+# What the reconciler says of a gang scheduler's API the cluster does not serve (kept here, as
+# policies import nothing of the runtime).
+NOT_SERVED = "is not served by this cluster"
 
 MIN_BACKOFF = 1.0
 MAX_BACKOFF = 60.0

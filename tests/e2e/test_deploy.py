@@ -424,7 +424,23 @@ def test_every_grant_of_the_role_is_used_and_nothing_was_refused(deployed: Deplo
             for group in rule["apiGroups"]:
                 for resource in rule["resources"]:
                     granted |= {(group, resource, verb) for verb in rule["verbs"]}
-    assert granted - used == set(), "granted but never used"
+    assert granted - used - ONLY_ELSEWHERE == set(), "granted but never used"
+    assert granted >= ONLY_ELSEWHERE
+
+
+# Grants this cluster cannot exercise: the other gang schedulers' PodGroups (auto detection stops at
+# the native one served here; tests/e2e/test_gang_coscheduling.py uses the coscheduling grants), a
+# gang deleted only when a job restarts, and Kueue's quota release (tests/e2e/test_kueue.py).
+ONLY_ELSEWHERE = {
+    ("scheduling.x-k8s.io", "podgroups", "list"),
+    ("scheduling.x-k8s.io", "podgroups", "create"),
+    ("scheduling.x-k8s.io", "podgroups", "delete"),
+    ("scheduling.volcano.sh", "podgroups", "list"),
+    ("scheduling.volcano.sh", "podgroups", "create"),
+    ("scheduling.volcano.sh", "podgroups", "delete"),
+    ("scheduling.k8s.io", "podgroups", "delete"),
+    ("", "pods", "patch"),
+}
 
 
 def test_nothing_reached_the_manager_as_a_crash(deployed: Deployment) -> None:

@@ -83,7 +83,12 @@ def jobs(draw: st.DrawFn) -> tuple[v1beta1.TrainingJob, Any]:
         termination_deadline_seconds=draw(st.none() | st.integers(0, 90)),
         refusal_grace_seconds=draw(st.none() | st.integers(0, 600)),
     )
+    scheduling = v1beta1.SchedulingPolicy(
+        queue=draw(st.none() | st.just("q")),
+        schedule_timeout_seconds=draw(st.none() | st.integers(1, 600)),
+    )
     run_policy = v1beta1.RunPolicy(
+        scheduling_policy=draw(st.none() | st.just(scheduling)),
         backoff_limit=draw(limits),
         clean_pod_policy=draw(st.none() | st.sampled_from(v1beta1.CleanPodPolicy)),
         active_deadline_seconds=draw(st.none() | st.integers(60, 3600)),
@@ -174,6 +179,17 @@ class LifecycleMachine(RuleBasedStateMachine):
         refused = data.draw(st.lists(st.sampled_from(names), unique=True, max_size=len(names)))
         w.refusing = dict.fromkeys(refused, answer)
 
+    @precondition(_ready)
+    @rule(data=st.data(), reason=st.sampled_from(["Unschedulable", "SchedulingGated"]))
+    def scheduler_holds(self, data: st.DataObject, reason: str) -> None:
+        """The scheduler cannot place some Pending pods, or a queue gates them — or lets them go."""
+        w = self.world
+        if data.draw(st.booleans()):
+            w.held.clear()
+            return
+        pending = sorted(n for n, p in w.pods.items() if p.node is None and p.deleted is None)
+        w.hold(data.draw(st.lists(st.sampled_from(pending), unique=True)) if pending else [], reason)
+
     # --- the operator ----------------------------------------------------------------------
 
     @precondition(_ready)
@@ -220,6 +236,23 @@ class LifecycleMachine(RuleBasedStateMachine):
             assert (inp.now - since).total_seconds() >= (300 if grace is None else grace), (
                 "failed before its grace"
             )
+        if failed is not None and failed.reason == "ScheduleTimeout" and old not in FINAL:
+            policy = w.job.spec.run_policy.scheduling_policy
+            assert policy is not None, "no timeout was set"
+            assert policy.schedule_timeout_seconds is not None, "no timeout was set"
+            held = [
+                p.unscheduled_since
+                for p in inp.pods
+                if p.unscheduled
+                and p.unscheduled[0] == "Unschedulable"
+                and not p.node
+                and p.unscheduled_since
+            ]
+            assert held, "gave up on a job nothing held"
+            assert (inp.now - min(held)).total_seconds() >= policy.schedule_timeout_seconds, (
+                "gave up before the schedule timeout"
+            )
+            assert after.restarts == before.restarts, "a job never placed spent a budget"
         if refused and decision.create and conditions.is_true(before.conditions, C.REPLICA_FAILURE):
             last = max(r.at for r in refused)
             assert (inp.now - last).total_seconds() >= refusal.MIN_BACKOFF, (

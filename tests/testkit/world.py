@@ -37,6 +37,8 @@ class World:
         # Pods the simulated apiserver refuses to create: name -> (status, message).
         self.refusing: dict[str, tuple[int, str]] = {}
         self.refused: tuple[lifecycle.Refused, ...] = ()
+        # Pods the scheduler (or a queue) holds back: the kubelets never see them.
+        self.held: set[str] = set()
         self.decisions: list[lifecycle.Decision] = []
         self._uids = itertools.count(1)
         self._placement = itertools.cycle(self.nodes)
@@ -127,7 +129,7 @@ class World:
                 continue
             if pod.deleted is not None:
                 self._remove(pod)
-            elif pod.phase == "Pending":
+            elif pod.phase == "Pending" and pod.name not in self.held:
                 node = next(n for n in self._placement if n not in self.lost)
                 self.pods[pod.name] = attrs.evolve(pod, phase="Running", ready=True, node=node)
 
@@ -157,6 +159,14 @@ class World:
         return policy is v1beta1.RestartPolicy.ALWAYS or (
             policy is v1beta1.RestartPolicy.ON_FAILURE and code != 0
         )
+
+    def hold(self, names: list[str], reason: str) -> None:
+        """The scheduler cannot place these Pending pods (``Unschedulable``), or a queue gates them."""
+        for name in names:
+            pod = self.pods[name]
+            if pod.node is None and pod.deleted is None:
+                self.pods[name] = attrs.evolve(pod, unscheduled=(reason, "held"), unscheduled_since=self.now)
+                self.held.add(name)
 
     def evict(self, name: str) -> None:
         pod = self.pods[name]

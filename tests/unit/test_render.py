@@ -51,6 +51,7 @@ def test_labels_keep_the_templates_own_and_add_kubetrains() -> None:
         naming.REPLICA_INDEX: "0",
         naming.JOB_ROLE: "master",
         naming.ATTEMPT: "0",
+        naming.GANG: "tj-gang-0",
     }
 
 

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The optional gang-scheduling and queueing parts kubetrain is tested against:
+# - scheduler-plugins' scheduler (Coscheduling), run as a second scheduler. Its release does not
+#   build as published (k8s v0.34.7 staging modules it pins are refused by the proxy), so, as
+#   build-k8s.sh does for Kubernetes, a wrapper module pins every k8s.io module to one served set.
+# - Kueue, from a wrapper module that requires its release (it has no replace lines).
+# Their CRDs and webhook manifests come from the module archives and are kept beside the binaries.
+# Output: $KUBETRAIN_CACHE/schedulers/bin (and ../manifests). Idempotent.
+source "$(dirname "$0")/lib.sh"
+
+SCHEDULER_PLUGINS_VERSION="${SCHEDULER_PLUGINS_VERSION:-v0.34.7}"
+SCHEDULER_PLUGINS_K8S="${SCHEDULER_PLUGINS_K8S:-v1.34.4}"
+KUEUE_VERSION="${KUEUE_VERSION:-v0.19.2}"
+VOLCANO_VERSION="${VOLCANO_VERSION:-v1.10.0}"
+out="$KUBETRAIN_CACHE/schedulers"
+mkdir -p "$out/bin" "$out/manifests"
+
+module_dir() { retry go mod download -json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])'; }
+
+stamp="$out/bin/.coscheduling-$SCHEDULER_PLUGINS_VERSION"
+if [ ! -x "$out/bin/coscheduling-scheduler" ] || [ ! -e "$stamp" ]; then
+  step "download sigs.k8s.io/scheduler-plugins@$SCHEDULER_PLUGINS_VERSION"
+  dir=$(module_dir "sigs.k8s.io/scheduler-plugins@$SCHEDULER_PLUGINS_VERSION")
+  src="$out/src/scheduler-plugins"
+  mkdir -p "$src"
+  staging="v0.${SCHEDULER_PLUGINS_K8S#v1.}"
+  step "write the wrapper module (k8s.io at $SCHEDULER_PLUGINS_K8S / $staging)"
+  {
+    echo "module kubetrain.dev/scheduler-plugins-build"
+    echo
+    grep -E '^go ' "$dir/go.mod"
+    echo
+    echo "require sigs.k8s.io/scheduler-plugins $SCHEDULER_PLUGINS_VERSION"
+    echo
+    echo "replace ("
+    # Every k8s.io module the release replaces, at the one version the proxy serves in full.
+    grep -hoE '^\s*(replace )?k8s\.io/[a-z0-9-]+ =>' "$dir/go.mod" | sed -E 's/^\s*(replace )?//; s/ =>//' | sort -u |
+      while read -r m; do
+        case "$m" in
+          k8s.io/kubernetes) echo "	$m => $m $SCHEDULER_PLUGINS_K8S" ;;
+          k8s.io/legacy-cloud-providers) ;;
+          *) echo "	$m => $m $staging" ;;
+        esac
+      done
+    echo ")"
+  } > "$src/go.mod"
+  cd "$src"
+  step "resolve the dependencies of cmd/scheduler"
+  retry go get "sigs.k8s.io/scheduler-plugins/cmd/scheduler@$SCHEDULER_PLUGINS_VERSION" >/dev/null
+  step "build the scheduler-plugins scheduler $SCHEDULER_PLUGINS_VERSION"
+  go build -trimpath -ldflags "-s -w" -o "$out/bin/coscheduling-scheduler.tmp" sigs.k8s.io/scheduler-plugins/cmd/scheduler
+  mv "$out/bin/coscheduling-scheduler.tmp" "$out/bin/coscheduling-scheduler"
+  cp "$dir/manifests/coscheduling/crd.yaml" "$out/manifests/coscheduling-crd.yaml"
+  chmod u+w "$out/manifests/coscheduling-crd.yaml"
+  touch "$stamp"
+fi
+
+stamp="$out/bin/.kueue-$KUEUE_VERSION"
+if [ ! -x "$out/bin/kueue" ] || [ ! -e "$stamp" ]; then
+  # Not `go install ...@version`: that also reads the module's version list for deprecation
+  # notices, which the proxy here refuses (403); a wrapper module needs only the version itself.
+  step "download sigs.k8s.io/kueue@$KUEUE_VERSION"
+  dir=$(module_dir "sigs.k8s.io/kueue@$KUEUE_VERSION")
+  src="$out/src/kueue"
+  mkdir -p "$src"
+  printf 'module kubetrain.dev/kueue-build\n\n%s\n\nrequire sigs.k8s.io/kueue %s\n' \
+    "$(grep -E '^go ' "$dir/go.mod")" "$KUEUE_VERSION" > "$src/go.mod"
+  cp "$dir/go.sum" "$src/go.sum"
+  step "build kueue $KUEUE_VERSION"
+  (cd "$src" && retry go build -trimpath -ldflags "-s -w" -o "$out/bin/kueue.tmp" sigs.k8s.io/kueue/cmd/kueue >/dev/null)
+  mv "$out/bin/kueue.tmp" "$out/bin/kueue"
+  rm -rf "$out/manifests/kueue" && mkdir -p "$out/manifests/kueue"
+  cp -r "$dir/config/components/crd/bases" "$out/manifests/kueue/crd"
+  cp "$dir/config/components/webhook/manifests.yaml" "$out/manifests/kueue/webhooks.yaml"
+  chmod -R u+w "$out/manifests/kueue"
+  touch "$stamp"
+fi
+# Volcano's modules do not build here (they point at a staging directory missing from the
+# module archive), and the proxy serves v1.10.0 as the newest: only its PodGroup CRD is kept, to
+# check what kubetrain renders for Volcano against Volcano's own schema.
+if [ ! -e "$out/manifests/volcano-podgroup-crd.yaml" ]; then
+  step "download volcano.sh/volcano@$VOLCANO_VERSION (its PodGroup CRD)"
+  dir=$(module_dir "volcano.sh/volcano@$VOLCANO_VERSION")
+  cp "$dir/config/crd/volcano/bases/scheduling.volcano.sh_podgroups.yaml" "$out/manifests/volcano-podgroup-crd.yaml"
+  chmod u+w "$out/manifests/volcano-podgroup-crd.yaml"
+fi
+step "done"
+echo "$out/bin"

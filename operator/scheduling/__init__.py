@@ -1,0 +1,13 @@
+"""Gang scheduling and queues: what makes a scheduler place a job's pods together.
+
+:mod:`.gang` says which pods form a gang (one per restart attempt) and how many must be
+placed together; a :mod:`.backend` renders the group object a scheduler reads and marks
+the pods that join it — :mod:`.native` (Kubernetes' own PodGroup), :mod:`.coscheduling`
+(scheduler-plugins), :mod:`.volcano`; :mod:`.kueue` puts a gang in a Kueue queue; and
+:mod:`.registry` maps the operator's ``--gang-scheduler`` flag to a backend. All of it is
+pure but :func:`.registry.detect` and :func:`.registry.served`, which ask the apiserver.
+"""
+
+from kubetrain.operator.scheduling import backend, coscheduling, gang, kueue, native, registry, volcano
+
+__all__ = ["backend", "coscheduling", "gang", "kueue", "native", "registry", "volcano"]

@@ -1,0 +1,55 @@
+"""A gang-scheduling backend: the group object it reads, and how a pod joins it.
+
+A backend is a value: its name (the operator's ``--gang-scheduler``), the resource of its
+group object (``None`` when it has none), and two pure functions — ``group`` renders the
+group object of a :class:`~.gang.Gang`, ``join`` adds to a pod what makes the scheduler
+treat it as a member. :data:`NONE` schedules pods one by one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from kubetrain.operator.runtime import client
+from kubetrain.operator.scheduling import gang as gang_
+
+__all__ = ["NONE", "Backend", "Object", "owned"]
+
+Object = dict[str, Any]
+
+
+@attrs.frozen(kw_only=True)
+class Backend:
+    name: str
+    # The group object's resource, or None for a backend without one.
+    resource: client.Resource | None
+    group: Callable[[gang_.Gang, list[Object]], Object | None]
+    join: Callable[[Object, gang_.Gang], None]
+    # What a person installs to get it (for messages about a cluster that does not serve it).
+    install: str = ""
+
+
+def owned(g: gang_.Gang, resource: client.Resource, owners: list[Object], spec: Object) -> Object:
+    """A namespaced group object named after the gang, owned by the job."""
+    meta: Object = {
+        "name": g.name,
+        "namespace": g.namespace,
+        "labels": {"training.kubetrain.dev/job-name": g.job},
+    }
+    if owners:
+        meta["ownerReferences"] = owners
+    return {"apiVersion": resource.api_version, "kind": resource.kind, "metadata": meta, "spec": spec}
+
+
+def _nothing(_g: gang_.Gang, _owners: list[Object]) -> None:
+    return None
+
+
+def _alone(_pod: Object, _g: gang_.Gang) -> None:
+    return None
+
+
+NONE = Backend(name="none", resource=None, group=_nothing, join=_alone)

@@ -1,0 +1,72 @@
+"""Which pods of a job must be placed together: one gang per restart attempt.
+
+Pods carry the restart attempt of their replica type, and a new attempt always takes the
+next number after every attempt so far. So a gang is named by the attempt —
+``{job}-gang-{attempt}`` — and holds exactly the pods created for it: every replica on the
+first attempt, or after a restart of the whole job; the restarted replica types after a
+``ReplicaType`` restart. A replacement for a single pod (a ``Pod`` restart) joins the gang
+that is already placed. The group objects the schedulers read have immutable specs, which is
+why a new attempt gets a new gang rather than an edited one.
+
+``minCount`` is ``schedulingPolicy.minAvailable`` when set, else every pod of the gang — less
+the replicas a framework starts only once others are ready (MPI's launcher): waiting for them
+to be placed together with the pods they wait for would deadlock, so they join the placed
+gang afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+from kubetrain.api import v1beta1
+
+__all__ = ["Gang", "name", "of_attempts"]
+
+
+@attrs.frozen(kw_only=True)
+class Gang:
+    job: str
+    namespace: str
+    attempt: int
+    size: int  # pods that join the gang together (replicas started later join it afterwards)
+    min_count: int  # pods the scheduler must place together
+    queue: str | None = None
+    priority_class: str | None = None
+    timeout_seconds: int | None = None
+
+    @property
+    def name(self) -> str:
+        return name(self.job, self.attempt)
+
+
+def name(job: str, attempt: int) -> str:
+    return f"{job}-gang-{attempt}"
+
+
+def of_attempts(job: v1beta1.TrainingJob, late: Mapping[str, bool] | None = None) -> dict[str, Gang]:
+    """Replica type -> the gang its pods join now. ``late``: types started after others."""
+    late = late or {}
+    attempts = {
+        key: job.status.replica_statuses.get(key, v1beta1.ReplicaStatus()).attempt
+        for key in job.spec.replica_specs
+    }
+    policy = job.spec.run_policy.scheduling_policy or v1beta1.SchedulingPolicy()
+    gangs: dict[int, Gang] = {}
+    for attempt in sorted(set(attempts.values())):
+        keys = [k for k, a in attempts.items() if a == attempt]
+        first_wave = sum(job.spec.replica_specs[k].replicas for k in keys if not late.get(k))
+        size = first_wave or sum(job.spec.replica_specs[k].replicas for k in keys)
+        wanted = policy.min_available if policy.min_available is not None else size
+        gangs[attempt] = Gang(
+            job=job.metadata.name or "",
+            namespace=job.metadata.namespace or "default",
+            attempt=attempt,
+            size=size,
+            min_count=max(1, min(wanted, size)),
+            queue=policy.queue,
+            priority_class=policy.priority_class,
+            timeout_seconds=policy.schedule_timeout_seconds,
+        )
+    return {key: gangs[a] for key, a in attempts.items()}

@@ -1,0 +1,160 @@
+"""Gangs, the backends' group objects and pod marks, and the operator's choice of backend."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import pytest
+from testkit.builders import a_job, container, template
+
+from kubetrain.api import v1beta1
+from kubetrain.operator import naming, render
+from kubetrain.operator.frameworks import mpi, pytorch
+from kubetrain.operator.policies import refusal
+from kubetrain.operator.scheduling import backend, coscheduling, gang, kueue, native, registry, volcano
+
+
+def torch_job(**policy: Any) -> v1beta1.TrainingJob:
+    b = a_job("pt").uid("u-1").framework("pytorch").replicas("Master", 1).replicas("Worker", 3)
+    if policy:
+        b = b.with_spec(run_policy=v1beta1.RunPolicy(scheduling_policy=v1beta1.SchedulingPolicy(**policy)))
+    return b.build()
+
+
+def with_attempts(job: v1beta1.TrainingJob, **attempts: int) -> v1beta1.TrainingJob:
+    statuses = {k: v1beta1.ReplicaStatus(attempt=a) for k, a in attempts.items()}
+    return attrs.evolve(job, status=attrs.evolve(job.status, replica_statuses=statuses))
+
+
+def objects(
+    job: v1beta1.TrainingJob, b: backend.Backend, fw: Any = pytorch.FRAMEWORK
+) -> dict[str, dict[str, Any]]:
+    return {f"{o['kind']}/{o['metadata']['name']}": o for o in render.render(job, fw, b)}
+
+
+# --- gangs -------------------------------------------------------------------------------------
+
+
+def test_the_first_attempt_is_one_gang_of_every_replica() -> None:
+    gangs = gang.of_attempts(torch_job())
+    assert {g.name for g in gangs.values()} == {"pt-gang-0"}
+    assert gangs["Worker"].size == gangs["Worker"].min_count == 4
+
+
+def test_min_available_sets_how_many_must_be_placed_together() -> None:
+    g = gang.of_attempts(torch_job(min_available=2))["Master"]
+    assert (g.size, g.min_count) == (4, 2)
+    # More than the gang holds can never be met: capped at the gang.
+    assert gang.of_attempts(torch_job(min_available=9))["Master"].min_count == 4
+
+
+def test_a_replica_type_restart_makes_a_gang_of_the_restarted_type_only() -> None:
+    gangs = gang.of_attempts(with_attempts(torch_job(), Master=0, Worker=1))
+    assert (gangs["Master"].name, gangs["Master"].size) == ("pt-gang-0", 1)
+    assert (gangs["Worker"].name, gangs["Worker"].size, gangs["Worker"].min_count) == ("pt-gang-1", 3, 3)
+
+
+def test_replicas_started_late_are_not_waited_for() -> None:
+    job = a_job("m").framework("mpi").replicas("Launcher", 1).replicas("Worker", 2).build()
+    late = {k: mpi.FRAMEWORK.starts_late(k) for k in job.spec.replica_specs}
+    assert late == {"Launcher": True, "Worker": False}
+    g = gang.of_attempts(job, late)["Launcher"]
+    # The launcher is created once the workers are ready: a gang waiting for it would deadlock.
+    assert (g.size, g.min_count) == (2, 2)
+
+
+# --- backends ----------------------------------------------------------------------------------
+
+
+def test_native_renders_a_podgroup_the_pods_join_before_the_pods() -> None:
+    out = render.render(torch_job(priority_class="high"), pytorch.FRAMEWORK, native.BACKEND)
+    kinds = [o["kind"] for o in out]
+    assert kinds.index("PodGroup") < kinds.index("Pod")
+    group = next(o for o in out if o["kind"] == "PodGroup")
+    assert group["apiVersion"] == "scheduling.k8s.io/v1alpha2"
+    assert group["spec"] == {"schedulingPolicy": {"gang": {"minCount": 4}}, "priorityClassName": "high"}
+    assert group["metadata"]["ownerReferences"][0]["uid"] == "u-1"
+    for pod in (o for o in out if o["kind"] == "Pod"):
+        assert pod["spec"]["schedulingGroup"] == {"podGroupName": "pt-gang-0"}
+        assert pod["spec"]["priorityClassName"] == "high"
+        assert pod["metadata"]["labels"][naming.GANG] == "pt-gang-0"
+
+
+def test_coscheduling_labels_the_pods_and_names_its_scheduler() -> None:
+    b = coscheduling.make("gangs")
+    got = objects(torch_job(schedule_timeout_seconds=30), b)
+    assert got["PodGroup/pt-gang-0"]["apiVersion"] == "scheduling.x-k8s.io/v1alpha1"
+    assert got["PodGroup/pt-gang-0"]["spec"] == {"minMember": 4, "scheduleTimeoutSeconds": 30}
+    pod = got["Pod/pt-worker-2"]
+    assert pod["metadata"]["labels"][coscheduling.LABEL] == "pt-gang-0"
+    assert pod["spec"]["schedulerName"] == "gangs"
+
+
+def test_volcano_takes_the_queue_and_priority_into_its_podgroup() -> None:
+    got = objects(torch_job(queue="research", priority_class="high", min_available=3), volcano.BACKEND)
+    assert got["PodGroup/pt-gang-0"]["spec"] == {
+        "minMember": 3,
+        "queue": "research",
+        "priorityClassName": "high",
+    }
+    pod = got["Pod/pt-master-0"]
+    assert pod["metadata"]["annotations"][volcano.ANNOTATION] == "pt-gang-0"
+    assert pod["spec"]["schedulerName"] == "volcano"
+    # Volcano's queue is not Kueue's.
+    assert kueue.QUEUE_NAME not in pod["metadata"]["labels"]
+
+
+@pytest.mark.parametrize("b", [native.BACKEND, coscheduling.make(), backend.NONE], ids=lambda b: b.name)
+def test_a_queue_puts_the_gang_in_a_kueue_group(b: backend.Backend) -> None:
+    got = objects(torch_job(queue="team-a"), b)
+    for name in ("Pod/pt-master-0", "Pod/pt-worker-0"):
+        meta = got[name]["metadata"]
+        assert meta["labels"][kueue.QUEUE_NAME] == "team-a"
+        assert meta["labels"][kueue.GROUP_NAME] == "pt-gang-0"
+        assert meta["annotations"][kueue.TOTAL_COUNT] == "4"
+
+
+def test_a_late_replica_stays_out_of_the_kueue_group_it_would_block() -> None:
+    job = (
+        a_job("m")
+        .framework("mpi")
+        .replicas("Launcher", 1, tmpl=template(container("launcher")))
+        .replicas("Worker", 2, tmpl=template(container("worker")))
+        .with_spec(run_policy=v1beta1.RunPolicy(scheduling_policy=v1beta1.SchedulingPolicy(queue="q")))
+        .build()
+    )
+    got = objects(job, native.BACKEND, mpi.FRAMEWORK)
+    assert got["Pod/m-worker-1"]["metadata"]["annotations"][kueue.TOTAL_COUNT] == "2"
+    assert kueue.QUEUE_NAME not in got["Pod/m-launcher-0"]["metadata"]["labels"]
+
+
+def test_without_a_backend_nothing_is_grouped() -> None:
+    got = objects(torch_job(min_available=2), backend.NONE)
+    assert not [k for k in got if k.startswith("PodGroup/")]
+    assert "schedulingGroup" not in got["Pod/pt-master-0"]["spec"]
+
+
+# --- the operator's choice -----------------------------------------------------------------------
+
+
+def test_every_choice_but_auto_names_a_backend() -> None:
+    assert [registry.get(n).name for n in registry.CHOICES[1:]] == [
+        "native",
+        "coscheduling",
+        "volcano",
+        "none",
+    ]
+    with pytest.raises(ValueError, match="unknown gang scheduler 'slurm'"):
+        registry.get("slurm")
+
+
+def test_an_unserved_backend_is_a_permanent_refusal_that_says_what_to_install() -> None:
+    message = registry.not_served(volcano.BACKEND)
+    assert "PodGroup scheduling.volcano.sh/v1beta1 is not served by this cluster" in message
+    assert "install Volcano" in message
+    assert "--gang-scheduler" in message
+    kind = refusal.classify(404, message)
+    assert (kind.kind, kind.reason, kind.permanent) == (refusal.Kind.UNSERVED, "GangSchedulerNotServed", True)
+    # A 404 that is not about the backend is still a namespace being made.
+    assert refusal.classify(404, 'namespaces "x" not found').kind is refusal.Kind.WAITING
