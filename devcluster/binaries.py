@@ -124,10 +124,11 @@ def find(names: tuple[str, ...] = NAMES) -> Binaries:
     return Binaries(found)
 
 
-def manifest(relative: str) -> pathlib.Path:
-    """A manifest hack/build-schedulers.sh keeps beside the schedulers (a CRD, webhooks)."""
-    kueue = pathlib.Path(find(("kueue",))["kueue"])
-    path = kueue.parent.parent / "manifests" / relative
+def manifest(relative: str, beside: str = "kueue") -> pathlib.Path:
+    """A manifest hack/build-schedulers.sh keeps beside the schedulers (a CRD, webhooks):
+    ``../manifests/relative`` from the binary ``beside``."""
+    binary = pathlib.Path(find((beside,))[beside])
+    path = binary.parent.parent / "manifests" / relative
     if not path.exists():
         raise BinariesNotFoundError(
             f"{path} is missing: run `hack/build-schedulers.sh` (or `make control-plane`)"

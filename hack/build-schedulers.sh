@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The optional gang-scheduling and queueing parts kubetrain is tested against:
-# - scheduler-plugins' scheduler (Coscheduling), run as a second scheduler. Its release does not
+# - scheduler-plugins' scheduler (Coscheduling), run as a second scheduler, and its controller (it
+#   keeps PodGroups' status, whose changes wake a waiting gang up). Its release does not
 #   build as published (k8s v0.34.7 staging modules it pins are refused by the proxy), so, as
 #   build-k8s.sh does for Kubernetes, a wrapper module pins every k8s.io module to one served set.
 # - Kueue, from a wrapper module that requires its release (it has no replace lines).
@@ -18,7 +19,7 @@ mkdir -p "$out/bin" "$out/manifests"
 module_dir() { retry go mod download -json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])'; }
 
 stamp="$out/bin/.coscheduling-$SCHEDULER_PLUGINS_VERSION"
-if [ ! -x "$out/bin/coscheduling-scheduler" ] || [ ! -e "$stamp" ]; then
+if [ ! -x "$out/bin/coscheduling-scheduler" ] || [ ! -x "$out/bin/scheduler-plugins-controller" ] || [ ! -e "$stamp" ]; then
   step "download sigs.k8s.io/scheduler-plugins@$SCHEDULER_PLUGINS_VERSION"
   dir=$(module_dir "sigs.k8s.io/scheduler-plugins@$SCHEDULER_PLUGINS_VERSION")
   src="$out/src/scheduler-plugins"
@@ -45,13 +46,18 @@ if [ ! -x "$out/bin/coscheduling-scheduler" ] || [ ! -e "$stamp" ]; then
     echo ")"
   } > "$src/go.mod"
   cd "$src"
-  step "resolve the dependencies of cmd/scheduler"
-  retry go get "sigs.k8s.io/scheduler-plugins/cmd/scheduler@$SCHEDULER_PLUGINS_VERSION" >/dev/null
+  step "resolve the dependencies of cmd/scheduler and cmd/controller"
+  retry go get "sigs.k8s.io/scheduler-plugins/cmd/scheduler@$SCHEDULER_PLUGINS_VERSION" \
+    "sigs.k8s.io/scheduler-plugins/cmd/controller@$SCHEDULER_PLUGINS_VERSION" >/dev/null
   step "build the scheduler-plugins scheduler $SCHEDULER_PLUGINS_VERSION"
   go build -trimpath -ldflags "-s -w" -o "$out/bin/coscheduling-scheduler.tmp" sigs.k8s.io/scheduler-plugins/cmd/scheduler
   mv "$out/bin/coscheduling-scheduler.tmp" "$out/bin/coscheduling-scheduler"
-  cp "$dir/manifests/coscheduling/crd.yaml" "$out/manifests/coscheduling-crd.yaml"
-  chmod u+w "$out/manifests/coscheduling-crd.yaml"
+  step "build the scheduler-plugins controller $SCHEDULER_PLUGINS_VERSION"
+  go build -trimpath -ldflags "-s -w" -o "$out/bin/scheduler-plugins-controller.tmp" sigs.k8s.io/scheduler-plugins/cmd/controller
+  mv "$out/bin/scheduler-plugins-controller.tmp" "$out/bin/scheduler-plugins-controller"
+  # The PodGroup CRD, and ElasticQuota's: the controller runs that resource's controller too.
+  install -m 0644 "$dir/manifests/coscheduling/crd.yaml" "$out/manifests/coscheduling-crd.yaml"
+  install -m 0644 "$dir/manifests/capacityscheduling/crd.yaml" "$out/manifests/elasticquota-crd.yaml"
   touch "$stamp"
 fi
 
