@@ -8,7 +8,9 @@ kwok plays the kubelet for nodes annotated ``kwok.x-k8s.io/node: fake``. Its sta
 - a Running pod annotated ``kwok.kubetrain.dev/exit-code: N`` ends — Succeeded for 0,
   else Failed — with every container terminated with that code and the reason in
   ``kwok.kubetrain.dev/reason`` (``Completed`` / ``Error`` by default);
-- a deleted pod is removed, unless the taint manager deleted it (its node is lost).
+- a deleted pod is reported ended (Failed, unless it had ended already), as a kubelet reports
+  it once its containers are stopped, and removed — unless the taint manager deleted it (its
+  node is lost); a finalizer (Kueue's) keeps it, ended, until its holder lets it go.
 
 :func:`finish_pod` sets those annotations; :func:`evict_pod` goes through the Eviction
 API (the pod gets ``DisruptionTarget``); :func:`lose_node` taints a node ``NoExecute``,
@@ -138,6 +140,29 @@ spec:
       operator: NotIn
       values: [DeletionByTaintManager]
   next:
+    # As a kubelet does: a deleted pod's containers are stopped and the pod reported terminal
+    # (Failed, unless it had ended already) before the deletion is confirmed. A pod held by a
+    # finalizer (Kueue's) outlives that, and its holder sees it ended.
+    statusTemplate: |
+      {{{{ if or (eq .status.phase "Succeeded") (eq .status.phase "Failed") }}}}
+      phase: {{{{ .status.phase | Quote }}}}
+      {{{{ else }}}}
+      {{{{ $now := Now }}}}
+      conditions:
+      - {{type: Ready, status: "False", reason: PodCompleted, lastTransitionTime: {{{{ $now | Quote }}}}}}
+      - {{type: ContainersReady, status: "False", reason: PodCompleted, lastTransitionTime: {{{{ $now | Quote }}}}}}
+      containerStatuses:
+      {{{{ range .spec.containers }}}}
+      - name: {{{{ .name | Quote }}}}
+        image: {{{{ .image | Quote }}}}
+        ready: false
+        started: false
+        restartCount: 0
+        state:
+          terminated: {{exitCode: 137, reason: Error, finishedAt: {{{{ $now | Quote }}}}}}
+      {{{{ end }}}}
+      phase: Failed
+      {{{{ end }}}}
     delete: true
 """
 

@@ -167,6 +167,10 @@ class Input:
     defaults: Defaults
     now: datetime.datetime
     refused: tuple[Refused, ...] = ()
+    # The gang waits in a Kueue queue as one group: a pod deleted for a restart is held by Kueue
+    # until a replacement joins its group, and a replacement cannot take its name before it is
+    # gone — so every restart that replaces pods restarts the whole gang, as a new group.
+    queued: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -454,7 +458,7 @@ class _Step:
         for pod, f, v in restarts:
             key = self._key(pod)
             assert key is not None
-            if v.scope is v1beta1.RestartScope.JOB:
+            if v.scope is v1beta1.RestartScope.JOB or (self.inp.queued and not f.in_place):
                 gang |= set(self.replicas)
             elif v.scope is v1beta1.RestartScope.REPLICA_TYPE:
                 gang.add(key)

@@ -180,6 +180,7 @@ class TrainingJobReconciler:
             defaults=lifecycle.Defaults.of(fw, job.spec),
             now=self.clock(),
             refused=self._refused.get(key, ()),
+            queued=self._queued(job),
         )
 
     # --- writing ---------------------------------------------------------------------------
@@ -312,22 +313,45 @@ class TrainingJobReconciler:
         return None
 
     async def _release_quota(self, job: v1beta1.TrainingJob, status: v1beta1.TrainingJobStatus) -> None:
-        """Mark the unfinished pods of a finished, Kueue-queued job as never to be retried."""
-        policy = job.spec.run_policy.scheduling_policy
-        queued = policy is not None and policy.queue and self.scheduler is not scheduling.volcano.BACKEND
-        if not queued or status.state not in (v1beta1.JobState.SUCCEEDED, v1beta1.JobState.FAILED):
+        """Mark the Kueue-queued pods the job is done with as never to be retried in their group.
+
+        Kueue keeps a group's quota, and its finalizer on the group's pods, while any of them
+        could be retried. The job is done with the unfinished pods of a finished job, and with
+        every pod of an attempt a restart left behind: a new attempt is a new group, whose pods,
+        named like the old ones, are created only once those are gone. When all the pods of a
+        group have ended and one is marked, Kueue finishes the group's Workload, releases its
+        quota and lets the pods go.
+        """
+        if not self._queued(job):
             return
+        finished = status.state in (v1beta1.JobState.SUCCEEDED, v1beta1.JobState.FAILED)
+        keys = {k.lower(): k for k in job.spec.replica_specs}
+
+        def done_with(obj: Obj) -> bool:
+            pod = observed.Pod.of(obj)
+            if finished:
+                return pod.phase != "Succeeded"
+            rtype = keys.get(pod.replica_type)
+            if rtype is None:
+                return True
+            return pod.attempt < status.replica_statuses.get(rtype, v1beta1.ReplicaStatus()).attempt
+
         key = f"{job.metadata.namespace}/{job.metadata.name}"
         patch = {"metadata": {"annotations": {scheduling.kueue.RETRIABLE: "false"}}}
         await asyncio.gather(
             *(
                 self._patch_pod(p["metadata"]["name"], job.metadata.namespace, patch)
                 for p in self.pods.store.by_index("owner", key)
-                if (p.get("status") or {}).get("phase") != "Succeeded"
+                if (p["metadata"].get("labels") or {}).get(scheduling.kueue.QUEUE_NAME)
                 and (p["metadata"].get("annotations") or {}).get(scheduling.kueue.RETRIABLE) != "false"
-                and (p["metadata"].get("labels") or {}).get(scheduling.kueue.QUEUE_NAME)
+                and done_with(p)
             )
         )
+
+    def _queued(self, job: v1beta1.TrainingJob) -> bool:
+        """Whether the job's gangs wait in a Kueue queue (Volcano's queues are its own)."""
+        policy = job.spec.run_policy.scheduling_policy
+        return bool(policy and policy.queue) and self.scheduler is not scheduling.volcano.BACKEND
 
     async def _patch_pod(self, name: str, namespace: str | None, patch: Obj) -> None:
         try:

@@ -39,6 +39,7 @@ class World:
         self.refused: tuple[lifecycle.Refused, ...] = ()
         # Pods the scheduler (or a queue) holds back: the kubelets never see them.
         self.held: set[str] = set()
+        self.queued = False  # the gang waits in a Kueue queue
         self.decisions: list[lifecycle.Decision] = []
         self._uids = itertools.count(1)
         self._placement = itertools.cycle(self.nodes)
@@ -64,6 +65,7 @@ class World:
             defaults=lifecycle.Defaults.of(self.fw, self.job.spec),
             now=self.now,
             refused=self.refused,
+            queued=self.queued,
         )
 
     def reconcile(self) -> lifecycle.Decision:

@@ -10,7 +10,7 @@ from testkit.world import World
 
 from kubetrain.api import v1beta1
 from kubetrain.operator import observed
-from kubetrain.operator.frameworks import pytorch
+from kubetrain.operator.frameworks import pytorch, tensorflow
 from kubetrain.operator.policies import placement
 
 C = v1beta1.ConditionType
@@ -164,3 +164,24 @@ def test_observed_reads_why_a_pod_is_not_scheduled_and_kueues_preemption() -> No
         }
     )
     assert preempted.disruption == "PreemptedByKueue"
+
+
+def test_in_a_kueue_queue_a_pod_restart_restarts_the_whole_gang() -> None:
+    # Kueue holds a pod deleted for a restart until a replacement joins its group, and the
+    # replacement would take its name: a deadlock, unless the gang moves to a new group.
+    job = (
+        a_job("tf")
+        .framework("tensorflow")
+        .replicas("Chief", 1, restart_policy=v1beta1.RestartPolicy.EXIT_CODE)
+        .replicas("Worker", 2, restart_policy=v1beta1.RestartPolicy.EXIT_CODE)
+        .build()
+    )
+    for queued, attempts in ((False, {"Chief": 0, "Worker": 0}), (True, {"Chief": 1, "Worker": 1})):
+        w = World(job, tensorflow.FRAMEWORK)
+        w.queued = queued
+        w.reconcile()
+        w.kubelets()
+        w.reconcile()
+        w.exit("tf-worker-1", 137)
+        w.reconcile()
+        assert {k: r.attempt for k, r in w.status.replica_statuses.items()} == attempts
