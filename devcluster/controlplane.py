@@ -101,19 +101,18 @@ class ControlPlane:
             raise KubectlError(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
         return result
 
-    def wait_established(self, timeout: float = 60) -> None:
-        """Until the TrainingJob CRD is Established.
+    def wait_established(self, timeout: float = 60, name: str = crd.NAME) -> None:
+        """Until the CRD ``name`` (the TrainingJob's, unless given) is Established.
 
         Not ``kubectl wait``: right after a create the CRD has no conditions yet, and
         ``kubectl wait`` fails on that ("accessor error") instead of waiting.
         """
         query = '{.status.conditions[?(@.type=="Established")].status}'
         process.wait_until(
-            "the TrainingJob CRD to be Established",
-            lambda: (
-                self.kubectl("get", "crd", crd.NAME, "-o", f"jsonpath={query}", check=False).stdout == "True"
-            ),
+            f"the CRD {name} to be Established",
+            lambda: self.kubectl("get", "crd", name, "-o", f"jsonpath={query}", check=False).stdout == "True",
             timeout=timeout,
+            interval=0.2,
         )
 
     def install_crds(self, config_dir: pathlib.Path, timeout: float = 60) -> None:

@@ -94,17 +94,9 @@ def config(kubeconfig: pathlib.Path, scheduler_name: str) -> dict[str, object]:
 
 def install_crds(c: controlplane.ControlPlane, binary: pathlib.Path, timeout: float) -> None:
     """Apply scheduler-plugins' CRDs and wait until each is Established and served."""
-    query = '{.status.conditions[?(@.type=="Established")].status}'
     for crd, file in CRDS.items():
         c.kubectl("apply", "--server-side", "-f", str(binaries_.manifest(file, beside=binary.name)))
-        process.wait_until(
-            f"the {crd} CRD to be Established",
-            lambda crd=crd: (
-                c.kubectl("get", "crd", crd, "-o", f"jsonpath={query}", check=False).stdout == "True"
-            ),
-            timeout=timeout,
-            interval=0.2,
-        )
+        c.wait_established(timeout, crd)
         plural, group = crd.split(".", 1)
         path = f"/apis/{group}/v1alpha1/{plural}?limit=1"
         process.wait_until(

@@ -190,16 +190,8 @@ def install_crds(c: controlplane.ControlPlane, crd_dir: pathlib.Path, timeout: f
     manifest = "\n---\n".join(f.read_text() for f in files)
     c.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=manifest)
     names = [yaml.safe_load(f.read_text())["metadata"]["name"] for f in files]
-    query = '{.status.conditions[?(@.type=="Established")].status}'
     for name in names:
-        process.wait_until(
-            f"the CRD {name} to be Established",
-            lambda name=name: (
-                c.kubectl("get", "crd", name, "-o", f"jsonpath={query}", check=False).stdout == "True"
-            ),
-            timeout=timeout,
-            interval=0.2,
-        )
+        c.wait_established(timeout, name)
 
 
 def webhook_configurations(

@@ -2,7 +2,7 @@
 
 ``kubetrain render FILE`` prints every object the operator would create for the
 TrainingJob(s) in FILE (either API version; ``-`` reads standard input) — no cluster
-needed. ``kubetrain manifests`` regenerates the CRD from the API types, and the state
+needed; ``--gang-scheduler`` says for which gang scheduler (native unless told). ``kubetrain manifests`` regenerates the CRD from the API types, and the state
 diagram from the lifecycle's transition table; with ``--check`` it only reports whether
 the checked-in files are current. ``kubetrain migrate-storage`` rewrites every stored
 TrainingJob as v1beta1 (see ``migration``). ``kubetrain dev up|run|down|kubeconfig`` runs a
@@ -22,7 +22,7 @@ from typing import Any, TextIO
 import yaml
 
 from kubetrain.api import crd, scheme, validation
-from kubetrain.operator import documents, lifecycle, migration, render
+from kubetrain.operator import documents, lifecycle, migration, render, scheduling
 from kubetrain.operator.frameworks import registry
 from kubetrain.operator.runtime import client
 
@@ -52,6 +52,12 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("render", help="print the objects the operator would create for a TrainingJob")
     p.add_argument("file", help="YAML with one or more TrainingJobs (v1alpha1 or v1beta1); - for stdin")
+    p.add_argument(
+        "--gang-scheduler",
+        default="native",
+        choices=scheduling.registry.CHOICES[1:],
+        help="the operator's --gang-scheduler to render for (default: native, what auto finds where it is served)",
+    )
     p.set_defaults(run=_render)
 
     p = sub.add_parser("manifests", help="regenerate the CRD from the API types")
@@ -120,10 +126,11 @@ def _kubeconfig(_args: argparse.Namespace) -> int:
 
 def _render(args: argparse.Namespace) -> int:
     objects: list[dict[str, Any]] = []
+    scheduler = scheduling.registry.get(args.gang_scheduler)
     for doc in documents.load(args.file):
         try:
             job = scheme.to_hub(scheme.decode(doc.data))
-            objects.extend(render.render(job, registry.default().get(job.spec.framework.name)))
+            objects.extend(render.render(job, registry.default().get(job.spec.framework.name), scheduler))
         except validation.ValidationError as e:
             raise doc.explain(e) from None
         except registry.UnknownFrameworkError as e:

@@ -19,7 +19,8 @@ A step, in order:
    fails the job ends the step.
 6. Restarts: a ``Pod`` restart deletes that pod (unless the kubelet restarted it in
    place); a ``ReplicaType`` or ``Job`` restart moves the type or the job to a new
-   attempt, which makes every older pod stale.
+   attempt, which makes every older pod stale. In a Kueue queue (:attr:`Input.queued`)
+   every restart that replaces a pod moves the whole job to a new attempt: a new group.
 7. Stale and surplus pods are deleted; pods Terminating past the termination deadline are
    force-deleted.
 8. Refused creates (:attr:`Input.refused`, what the apiserver answered the last try) set

@@ -16,8 +16,12 @@ this module only reads the caches and carries out the decision:
    ``FailedCreate`` Event and remembered, and the next step shows it as the job's
    ``ReplicaFailure`` condition and decides when to try again — never an error retried
    in a hot loop.
-3. Pods are deleted with a UID precondition, so a stale decision never deletes the pod
-   that replaced the one it meant.
+   With a gang scheduler (``--gang-scheduler``), each new attempt's group object is created
+   before its pods, and the previous one deleted; a group the cluster does not serve is a
+   refusal like any other, and the pods that would join it are not created.
+3. Pods a Kueue queue holds for a group the job is done with are marked not retriable, so
+   that Kueue releases their quota. Pods are deleted with a UID precondition, so a stale
+   decision never deletes the pod that replaced the one it meant.
 4. Events go out last, describing a status that is stored.
 
 The job cache may lag behind the status this reconciler just wrote; the reconciler

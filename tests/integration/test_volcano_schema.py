@@ -25,9 +25,7 @@ from kubetrain.operator.scheduling import volcano
 @pytest.fixture(scope="module")
 def volcano_crd(cluster: devcluster.Cluster) -> None:
     cluster.kubectl("apply", "--server-side", "-f", str(binaries.manifest("volcano-podgroup-crd.yaml")))
-    cluster.kubectl(
-        "wait", "--for=condition=Established", "crd/podgroups.scheduling.volcano.sh", "--timeout=60s"
-    )
+    cluster.wait_established(name="podgroups.scheduling.volcano.sh")
 
 
 def create_strict(c: devcluster.Cluster, namespace: str, obj: dict[str, Any]) -> dict[str, Any]:

@@ -43,10 +43,22 @@ def test_render_prints_every_object_of_a_legacy_job() -> None:
         ("Service", "dist-mnist-worker-0"),
         ("Service", "dist-mnist-worker-1"),
         ("Service", "dist-mnist-ps-0"),
+        ("PodGroup", "dist-mnist-gang-0"),
         ("Pod", "dist-mnist-worker-0"),
         ("Pod", "dist-mnist-worker-1"),
         ("Pod", "dist-mnist-ps-0"),
     ]
+    assert objects[3]["apiVersion"] == "scheduling.k8s.io/v1alpha2"
+
+
+def test_render_takes_the_operators_gang_scheduler() -> None:
+    result = kubetrain("render", "-", "--gang-scheduler", "volcano", stdin=LEGACY)
+    assert result.returncode == 0, result.stderr
+    objects = list(yaml.safe_load_all(result.stdout))
+    assert objects[3]["apiVersion"] == "scheduling.volcano.sh/v1beta1"
+    assert {o["spec"]["schedulerName"] for o in objects if o["kind"] == "Pod"} == {"volcano"}
+    none = list(yaml.safe_load_all(kubetrain("render", "-", "--gang-scheduler", "none", stdin=LEGACY).stdout))
+    assert "PodGroup" not in {o["kind"] for o in none}
 
 
 def test_render_reports_bad_input_without_a_traceback(tmp_path: pathlib.Path) -> None:
