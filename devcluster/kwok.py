@@ -21,6 +21,7 @@ and they stay Terminating as on a real lost node.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from kubetrain.devcluster import process
 from kubetrain.devcluster.controlplane import ControlPlane
@@ -199,16 +200,25 @@ def start(c: ControlPlane, timeout: float, *, nodes: int, lease_seconds: int = 0
     )
 
 
-def add_node(c: ControlPlane, name: str) -> None:
-    node = {
+def add_node(
+    c: ControlPlane,
+    name: str,
+    labels: dict[str, str] | None = None,
+    taints: list[dict[str, str]] | None = None,
+) -> None:
+    """A kwok node; ``labels`` and ``taints`` are there from its first moment, so no pod lands on
+    it before they are."""
+    node: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
             "name": name,
             "annotations": {MANAGED: "fake"},
-            "labels": {"type": "kwok", "kubernetes.io/hostname": name},
+            "labels": {"type": "kwok", "kubernetes.io/hostname": name, **(labels or {})},
         },
     }
+    if taints:
+        node["spec"] = {"taints": taints}
     c.kubectl("apply", "-f", "-", input=json.dumps(node))
 
 

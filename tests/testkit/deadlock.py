@@ -40,9 +40,7 @@ def pool(c: devcluster.Cluster, name: str, size: int = 2) -> Iterator[Pool]:
     """Add ``size`` labelled, tainted kwok nodes; delete them afterwards."""
     nodes = tuple(f"{name}-{i}" for i in range(size))
     for n in nodes:
-        kwok.add_node(c, n)
-        c.kubectl("label", "node", n, f"{NODE_LABEL}={name}", "--overwrite")
-        c.kubectl("taint", "node", n, f"{NODE_LABEL}={name}:NoSchedule", "--overwrite")
+        kwok.add_node(c, n, {NODE_LABEL: name}, [{"key": NODE_LABEL, "value": name, "effect": "NoSchedule"}])
     eventually(
         f"nodes of {name} to be ready",
         lambda: all(_ready(c, n) for n in nodes),
