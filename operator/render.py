@@ -62,12 +62,13 @@ def render(
         objects.append(_secret(world, secret))
     if fw.services:
         objects.extend(_service(world, fw, r) for r in world.replicas)
-    gangs = scheduling.gang.of_attempts(job, {key: fw.starts_late(key) for key in job.spec.replica_specs})
+    late = {key: fw.starts_late(key) for key in job.spec.replica_specs}
+    gangs = scheduling.gang.of_attempts(job, late)
     groups = {g.name: scheduler.group(g, owner_reference(job)) for g in gangs.values()}
     objects.extend(g for g in groups.values() if g is not None)
     for r in world.replicas:
         pod = _pod(world, fw, r, has_files=bool(files), has_secret=bool(secret))
-        _schedule(pod, gangs[r.type], scheduler, late=fw.starts_late(r.type))
+        _schedule(pod, gangs[r.type], scheduler, late=late[r.type])
         objects.append(pod)
     return objects
 
@@ -77,7 +78,7 @@ def _schedule(pod: Object, g: scheduling.gang.Gang, scheduler: backend.Backend, 
     scheduler.join(pod, g)
     # Volcano reads the queue from its PodGroup; pods started late stay out of a Kueue group,
     # which is admitted only once all of its pods exist.
-    if g.queue and scheduler is not scheduling.volcano.BACKEND and not late:
+    if g.queue and not scheduler.own_queues and not late:
         scheduling.kueue.join(pod, g)
     if g.priority_class:
         pod["spec"]["priorityClassName"] = g.priority_class

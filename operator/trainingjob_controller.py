@@ -355,7 +355,7 @@ class TrainingJobReconciler:
     def _queued(self, job: v1beta1.TrainingJob) -> bool:
         """Whether the job's gangs wait in a Kueue queue (Volcano's queues are its own)."""
         policy = job.spec.run_policy.scheduling_policy
-        return bool(policy and policy.queue) and self.scheduler is not scheduling.volcano.BACKEND
+        return bool(policy and policy.queue) and not self.scheduler.own_queues
 
     async def _patch_pod(self, name: str, namespace: str | None, patch: Obj) -> None:
         try:

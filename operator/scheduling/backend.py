@@ -30,6 +30,9 @@ class Backend:
     join: Callable[[Object, gang_.Gang], None]
     # What a person installs to get it (for messages about a cluster that does not serve it).
     install: str = ""
+    # Whether schedulingPolicy.queue names a queue of this scheduler's own (Volcano's) rather
+    # than a Kueue LocalQueue.
+    own_queues: bool = False
 
 
 def owned(g: gang_.Gang, resource: client.Resource, owners: list[Object], spec: Object) -> Object:

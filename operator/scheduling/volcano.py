@@ -39,4 +39,5 @@ BACKEND = backend.Backend(
     group=_group,
     join=_join,
     install="Volcano (its scheduler and the scheduling.volcano.sh CRDs)",
+    own_queues=True,
 )
