@@ -7,6 +7,8 @@ COPY pyproject.toml README.md ./
 COPY api ./api
 COPY operator ./operator
 COPY devcluster ./devcluster
+COPY client ./client
+COPY cli ./cli
 RUN python -m venv /opt/kubetrain \
  && /opt/kubetrain/bin/pip install --upgrade pip setuptools \
  && /opt/kubetrain/bin/pip install .

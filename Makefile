@@ -28,9 +28,9 @@ install: $(VENV)/.deps ## create .venv and install kubetrain with its test tools
 
 .PHONY: lint
 lint: install ## ruff (lint and format) and mypy --strict
-	$(BIN)/ruff check api operator devcluster tests
-	$(BIN)/ruff format --check api operator devcluster tests
-	$(BIN)/mypy -p kubetrain.api -p kubetrain.operator -p kubetrain.devcluster
+	$(BIN)/ruff check api operator devcluster client cli tests
+	$(BIN)/ruff format --check api operator devcluster client cli tests
+	$(BIN)/mypy -p kubetrain.api -p kubetrain.operator -p kubetrain.devcluster -p kubetrain.client -p kubetrain.cli
 
 .PHONY: manifests
 manifests: install ## regenerate config/crd from the API types

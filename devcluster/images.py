@@ -121,7 +121,7 @@ def operator(root: pathlib.Path) -> Image:
         tag="dev",
         packages=("python3", "python3-venv", "ca-certificates"),
         files=tuple(
-            (f"/src/{p}", root / p) for p in ("pyproject.toml", "README.md", "api", "operator", "devcluster")
+            (f"/src/{p}", root / p) for p in ("pyproject.toml", "README.md", "api", "operator", "devcluster", "client", "cli")
         ),
         wheels_from=root,
         entrypoint=(f"{VENV}/bin/kubetrain-operator",),

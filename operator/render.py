@@ -29,13 +29,15 @@ from kubetrain.operator import naming, scheduling
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.scheduling import backend
 
-__all__ = ["CONFIG_MOUNT", "SECRET_MODE", "owner_reference", "pod_restart_policy", "render"]
+__all__ = ["CONFIG_MOUNT", "DEFAULT_CONTAINER", "SECRET_MODE", "owner_reference", "pod_restart_policy", "render"]
 
 CONFIG_MOUNT = fw_contract.CONFIG_MOUNT
 _CONFIG_VOLUME = "kubetrain-config"
 _SECRET_VOLUME = "kubetrain-secret"
 # Owner read and write only: ssh refuses a private key that others can read.
 SECRET_MODE = 0o600
+# The annotation kubectl reads to choose a pod's container when none is named.
+DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
 
 Object = dict[str, Any]
 
@@ -170,13 +172,14 @@ def _pod(
     spec: Object = template["spec"]
     attempt = world.job.status.replica_statuses.get(r.type, v1beta1.ReplicaStatus()).attempt
     labels = {**(tmeta.get("labels") or {}), **_replica_labels(world, fw, r), naming.ATTEMPT: str(attempt)}
-    extra = {"annotations": tmeta["annotations"]} if tmeta.get("annotations") else {}
     spec["hostname"] = r.name
     if fw.services:
         spec["subdomain"] = r.name
     spec["restartPolicy"] = pod_restart_policy(r.spec.restart_policy or fw.restart_policy)
     container = fw_contract.main_container(template, fw.container)
     assert container is not None, "validated above"
+    # `kubectl logs POD` and `kubetrain logs` read the training process, not a sidecar.
+    annotations = {DEFAULT_CONTAINER: container["name"], **(tmeta.get("annotations") or {})}
     _add_env(container, fw.env(world, r))
     _add_port(container, fw.port_name, r.port)
     if has_files:
@@ -203,7 +206,7 @@ def _pod(
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": _metadata(world, r.name, labels, **extra),
+        "metadata": _metadata(world, r.name, labels, annotations=annotations),
         "spec": spec,
     }
 
