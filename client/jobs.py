@@ -1,0 +1,116 @@
+"""Creating, reading and deleting TrainingJobs, as typed v1beta1 objects.
+
+A job may be given in either API version, as a typed object, a dict or a YAML file; it is
+checked here first (the same decoding the operator's webhook does), so a mistake is
+reported with its field path — and for a file with its line — before anything is sent.
+It is converted here to v1beta1 — exactly as the operator's conversion webhook would,
+keeping a v1alpha1 job's form for those who read it back as v1alpha1 — and sent as that, so
+creating a job never depends on the webhook being reachable; what the cluster stored comes
+back as v1beta1, the one version a user's code reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from kubetrain.api import scheme, v1beta1, validation
+from kubetrain.client import connection, errors
+from kubetrain.operator import documents, naming
+
+__all__ = ["create", "create_from_file", "decode", "delete", "get", "hub_body", "list_jobs"]
+
+Job = v1beta1.TrainingJob
+
+
+def hub_body(data: Any) -> dict[str, Any]:
+    """``data`` checked and converted to the v1beta1 wire form; ValidationError naming fields."""
+    scheme.decode(data)
+    return scheme.convert_unstructured(data, scheme.HUB_VERSION)
+
+
+def decode(stored: Any) -> Job:
+    """A stored object as v1beta1 (a job another client wrote badly is shown, not hidden)."""
+    return scheme.to_hub(scheme.decode(stored))
+
+
+async def create(c: connection.Connection, job: Job | Mapping[str, Any], namespace: str | None) -> Job:
+    try:
+        body = scheme.encode(job) if isinstance(job, Job) else hub_body(job)
+    except validation.ValidationError as e:
+        raise errors.InvalidInput("\n".join(str(f) for f in e.errors)) from None
+    return await _post(c, body, namespace)
+
+
+async def create_from_file(c: connection.Connection, path: str, namespace: str | None) -> list[Job]:
+    """Every TrainingJob of the file, all checked before the first is sent."""
+    try:
+        docs = documents.load(path)
+    except documents.DocumentError as e:
+        raise errors.InvalidInput(str(e)) from None
+    bodies = []
+    for doc in docs:
+        try:
+            bodies.append(hub_body(doc.data))
+        except validation.ValidationError as e:
+            raise errors.InvalidInput(str(doc.explain(e))) from None
+    if not bodies:
+        raise errors.InvalidInput(f"{path}: no TrainingJob in it")
+    return [await _post(c, body, namespace) for body in bodies]
+
+
+async def _post(c: connection.Connection, body: dict[str, Any], namespace: str | None) -> Job:
+    ns = namespace or body.get("metadata", {}).get("namespace") or c.namespace
+    body["metadata"].pop("namespace", None)
+    return decode(await c.request("POST", connection.TRAININGJOBS, ns, body=body))
+
+
+async def get(c: connection.Connection, name: str, namespace: str | None) -> Job:
+    return decode(await c.request("GET", connection.TRAININGJOBS, namespace or c.namespace, name))
+
+
+async def list_jobs(
+    c: connection.Connection, namespace: str | None, selector: str | None, all_namespaces: bool
+) -> list[Job]:
+    ns = None if all_namespaces else namespace or c.namespace
+    params = {"labelSelector": selector} if selector else None
+    items = (await c.request("GET", connection.TRAININGJOBS, ns, params=params))["items"]
+    jobs = [decode(i) for i in items]
+    return sorted(jobs, key=lambda j: (j.metadata.namespace or "", j.metadata.name or ""))
+
+
+async def delete(
+    c: connection.Connection, name: str, namespace: str | None, wait: bool, timeout: float
+) -> None:
+    """Delete the job; with ``wait``, return once it and its pods are gone."""
+    ns = namespace or c.namespace
+    last = await get(c, name, ns)
+    # Background: the job goes at once and the garbage collector takes its pods; the wait
+    # below watches the pods themselves, which is what a person waits for.
+    await c.request("DELETE", connection.TRAININGJOBS, ns, name, params={"propagationPolicy": "Background"})
+    if not wait:
+        return
+    deadline = time.monotonic() + timeout
+    selector = f"{naming.JOB_NAME}={name}"
+    while True:
+        try:
+            last = await get(c, name, ns)
+            left = True
+        except errors.NotFound:
+            pods = await c.request("GET", connection.PODS, ns, params={"labelSelector": selector})
+            left = any(_owned_by(p, last) for p in pods["items"])
+        if not left:
+            return
+        if time.monotonic() > deadline:
+            raise errors.WaitTimeout(last, "deleted", timeout)
+        await asyncio.sleep(0.5)
+
+
+def _owned_by(pod: Mapping[str, Any], job: Job) -> bool:
+    """A replica of ``job``, or its TensorBoard (owned through a Deployment's ReplicaSet)."""
+    meta = pod["metadata"]
+    if (meta.get("labels") or {}).get(naming.JOB_ROLE) == "tensorboard":
+        return True
+    return any(r.get("uid") == job.metadata.uid for r in meta.get("ownerReferences") or [])
