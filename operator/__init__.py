@@ -9,8 +9,8 @@ and Pods), ``naming`` (names and labels), ``accelerators`` (operator-wide env an
 per device), ``webhooks`` (conversion, admission, self-signed certificates),
 ``migration`` (storage-version migration), ``runtime`` (informers, work queue,
 controllers, leader election, servers, tracing — a compact controller-runtime),
-``devcluster`` (the local control plane and the kustomize deployment on it), ``main``
-(the ``kubetrain-operator`` process) and ``cli`` (the ``kubetrain`` command).
+``devcluster`` (the local control plane and the kustomize deployment on it) and ``main``
+(the ``kubetrain-operator`` process). The ``kubetrain`` command is :mod:`kubetrain.cli`.
 """
 
 __all__: list[str] = []

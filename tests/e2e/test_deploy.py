@@ -304,7 +304,7 @@ def migrate_storage(d: Deployment) -> subprocess.CompletedProcess[str]:
             sys.executable,
             "-P",
             "-m",
-            "kubetrain.operator.cli",
+            "kubetrain.cli",
             "migrate-storage",
             f"--kubeconfig={d.cluster.kubeconfig}",
         ],

@@ -18,7 +18,7 @@ from kubetrain.devcluster import binaries, process
 
 def kubetrain(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-P", "-m", "kubetrain.operator.cli", *args],
+        [sys.executable, "-P", "-m", "kubetrain.cli", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -33,7 +33,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 def dev_process(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
     """`kubetrain dev ARGS` running in the background, its output readable line by line."""
     return subprocess.Popen(
-        [sys.executable, "-P", "-m", "kubetrain.operator.cli", "dev", *args],
+        [sys.executable, "-P", "-m", "kubetrain.cli", "dev", *args],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

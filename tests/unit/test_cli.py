@@ -6,7 +6,7 @@ import sys
 
 import yaml
 
-from kubetrain.operator import cli
+from kubetrain.cli import main as cli
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 LEGACY = """\
@@ -26,7 +26,7 @@ spec:
 
 def kubetrain(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-P", "-m", "kubetrain.operator.cli", *args],
+        [sys.executable, "-P", "-m", "kubetrain.cli", *args],
         input=stdin,
         capture_output=True,
         text=True,

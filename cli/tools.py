@@ -1,0 +1,156 @@
+"""``kubetrain render``, ``manifests`` and ``migrate-storage``: the tools beside the job verbs.
+
+``kubetrain render FILE`` prints every object the operator would create for the
+TrainingJob(s) in FILE (either API version; ``-`` reads standard input) — no cluster
+needed; ``--gang-scheduler`` says for which gang scheduler (native unless told).
+``kubetrain manifests`` regenerates the CRD from the API types, and the state diagram from
+the lifecycle's transition table; with ``--check`` it only reports whether the checked-in
+files are current. ``kubetrain migrate-storage`` rewrites every stored TrainingJob as
+v1beta1 (see ``kubetrain.operator.migration``).
+
+They run the operator's own pure code (render, the lifecycle's table), imported only when
+one of them runs: the job verbs start without loading it. Bad input is reported with its
+``file:line: path`` and exit status 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import pathlib
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+import yaml
+
+from kubetrain.cli import errors
+
+__all__ = ["STATE_DIAGRAM_PATH", "register"]
+
+STATE_DIAGRAM_PATH = "docs/state-diagram.md"
+GANG_SCHEDULERS = ("native", "coscheduling", "volcano", "none")
+
+Run = Callable[[argparse.Namespace], int]
+
+
+def register(sub: Any, cluster_flags: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("render", help="print the objects the operator would create for a TrainingJob")
+    p.add_argument("file", help="YAML with one or more TrainingJobs (v1alpha1 or v1beta1); - for stdin")
+    p.add_argument(
+        "--gang-scheduler",
+        default="native",
+        choices=GANG_SCHEDULERS,
+        help="the operator's --gang-scheduler to render for (default: native, what auto finds where it is served)",
+    )
+    p.set_defaults(run=_render)
+
+    p = sub.add_parser("manifests", help="regenerate the CRD from the API types")
+    p.add_argument("--root", default=".", help="the repository root (default: .)")
+    p.add_argument("--check", action="store_true", help="only fail if the checked-in CRD is stale")
+    p.set_defaults(run=_manifests)
+
+    p = sub.add_parser(
+        "migrate-storage",
+        help="rewrite every stored TrainingJob as v1beta1, then drop v1alpha1 from storedVersions",
+    )
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
+    p.set_defaults(run=_migrate_storage)
+
+
+def _reported(run: Run) -> Run:
+    """``run``, with the operator's own input errors turned into the command's."""
+
+    @functools.wraps(run)
+    def wrapped(args: argparse.Namespace) -> int:
+        from kubetrain.api import validation
+        from kubetrain.operator import documents
+        from kubetrain.operator.frameworks import registry
+        from kubetrain.operator.runtime import client
+
+        try:
+            return run(args)
+        except (
+            validation.ValidationError,
+            documents.DocumentError,
+            registry.UnknownFrameworkError,
+            yaml.YAMLError,
+            client.ApiError,
+        ) as e:
+            raise errors.CommandError(str(e)) from None
+
+    return wrapped
+
+
+@_reported
+def _render(args: argparse.Namespace) -> int:
+    from kubetrain.api import scheme, validation
+    from kubetrain.operator import documents, render, scheduling
+    from kubetrain.operator.frameworks import registry
+
+    objects: list[dict[str, Any]] = []
+    scheduler = scheduling.registry.get(args.gang_scheduler)
+    for doc in documents.load(args.file):
+        try:
+            job = scheme.to_hub(scheme.decode(doc.data))
+            objects.extend(render.render(job, registry.default().get(job.spec.framework.name), scheduler))
+        except validation.ValidationError as e:
+            raise doc.explain(e) from None
+        except registry.UnknownFrameworkError as e:
+            raise doc.explain(validation.ValidationError.at(("spec", "framework", "name"), str(e))) from None
+    _dump(objects, sys.stdout)
+    return 0
+
+
+def _dump(objects: list[dict[str, Any]], out: TextIO) -> None:
+    yaml.safe_dump_all(objects, out, sort_keys=False, width=120)
+
+
+@_reported
+def _migrate_storage(args: argparse.Namespace) -> int:
+    from kubetrain.operator import migration
+    from kubetrain.operator.runtime import client
+
+    async def run() -> migration.Report:
+        return await migration.migrate(await client.Client.connect(args.kubeconfig))
+
+    report = asyncio.run(run())
+    print(
+        f"{report.objects} TrainingJob(s) read, {report.rewritten} rewritten as {migration.STORAGE_VERSION}; "
+        f"storedVersions is now [{migration.STORAGE_VERSION}]"
+    )
+    return 0
+
+
+def _manifests(args: argparse.Namespace) -> int:
+    from kubetrain.api import crd
+
+    generated = {
+        pathlib.Path(args.root) / crd.CRD_PATH: crd.render(),
+        pathlib.Path(args.root) / STATE_DIAGRAM_PATH: _state_diagram(),
+    }
+    if args.check:
+        stale = [p for p, text in generated.items() if not p.exists() or p.read_text() != text]
+        for path in stale:
+            print(f"{path} is stale: run `make manifests`", file=sys.stderr)
+        return 1 if stale else 0
+    for path, text in generated.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        print(f"wrote {path}")
+    return 0
+
+
+def _state_diagram() -> str:
+    from kubetrain.operator import lifecycle
+
+    rows = "\n".join(f"| {a.value} | {b.value} |" for a, b in sorted(lifecycle.TRANSITIONS))
+    return (
+        "# TrainingJob states\n\n"
+        "Generated by `make manifests` from `kubetrain.operator.lifecycle.TRANSITIONS`; the property\n"
+        "tests check that every change of state the operator makes is one of these.\n"
+        "See [lifecycle.md](lifecycle.md) for what causes each.\n\n"
+        f"```mermaid\n{lifecycle.diagram()}```\n\n"
+        f"| from | to |\n|---|---|\n{rows}\n"
+    )

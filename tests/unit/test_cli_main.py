@@ -1,0 +1,88 @@
+"""The `kubetrain` command's failures: `error:` lines and an exit status, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from kubetrain import client
+from kubetrain.cli import errors, main
+
+
+def run_with(monkeypatch: pytest.MonkeyPatch, failure: BaseException) -> int:
+    """`kubetrain list`, whose work raises ``failure``."""
+
+    def fail(_: argparse.Namespace) -> int:
+        raise failure
+
+    monkeypatch.setattr("kubetrain.cli.jobs._get", fail)
+    return main.main(["list"])
+
+
+def test_a_bad_command_line_exits_1_with_an_error_line_and_where_help_is(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main.main(["wait"]) == 1
+    assert capsys.readouterr().err == (
+        "error: the following arguments are required: job\nSee 'kubetrain wait --help'.\n"
+    )
+    assert main.main(["wait", "x", "--timeout", "soon"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "error: argument --timeout: invalid duration 'soon': expected seconds or a duration"
+    )
+    assert main.main(["frobnicate"]) == 1
+    assert capsys.readouterr().err.startswith("error: argument COMMAND: invalid choice: 'frobnicate'")
+
+
+def test_the_clients_errors_are_error_lines_and_exit_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        run_with(
+            monkeypatch,
+            client.Unreachable("cannot reach the cluster at https://127.0.0.1:1: connection refused"),
+        )
+        == 1
+    )
+    assert (
+        capsys.readouterr().err
+        == "error: cannot reach the cluster at https://127.0.0.1:1: connection refused\n"
+    )
+    assert (
+        run_with(
+            monkeypatch, client.InvalidInput("job.yaml:3: spec.x: unknown field\njob.yaml:9: spec.y: bad")
+        )
+        == 1
+    )
+    assert (
+        capsys.readouterr().err
+        == "error: job.yaml:3: spec.x: unknown field\nerror: job.yaml:9: spec.y: bad\n"
+    )
+
+
+def test_a_command_error_brings_its_exit_status_and_next_step(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_with(monkeypatch, errors.CommandError("timed out", code=2, hint="kubetrain logs x -f")) == 2
+    assert capsys.readouterr().err == "error: timed out\nnext: kubetrain logs x -f\n"
+
+
+def test_ctrl_c_exits_130_without_a_word(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_with(monkeypatch, KeyboardInterrupt()) == 130
+    assert capsys.readouterr() == ("", "")
+
+
+def test_a_missing_file_is_named(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_with(monkeypatch, FileNotFoundError(2, "No such file or directory", "job.yaml")) == 1
+    assert capsys.readouterr().err == "error: job.yaml: No such file or directory\n"
+
+
+def test_the_tools_gang_schedulers_are_the_operators() -> None:
+    from kubetrain.cli import tools
+    from kubetrain.operator import scheduling
+
+    assert scheduling.registry.CHOICES[1:] == tools.GANG_SCHEDULERS
