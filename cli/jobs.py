@@ -77,7 +77,9 @@ def _submit(args: argparse.Namespace) -> int:
                 lines = c.logs(name, follow=True, namespace=ns)
                 logs.print_lines(lines, logs.Printer(job, output.palette(sys.stdout)), sys.stdout)
             try:
-                wait.outcome(c, name, "Succeeded", args.timeout, ns, sys.stdout)
+                # A next: step names the namespace only where the job is not in the one assumed.
+                shown = args.namespace or (None if ns == c.namespace else ns)
+                wait.outcome(c, name, "Succeeded", args.timeout, ns, sys.stdout, shown_namespace=shown)
             except errors.CommandError as e:
                 problems.append(e)
     if problems:

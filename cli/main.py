@@ -9,7 +9,8 @@ Nothing reaches the user as a traceback. A failure is printed as ``error: ...`` 
 standard error, perhaps with a ``next:`` line, and the command exits 1; 2 means a wait timed
 out (``wait``, ``submit --wait``, ``delete --wait``), so a script can tell the two apart.
 A command line that does not parse is an error too (exit 1, not argparse's 2). Ctrl-C ends
-any verb with 130, as a shell reports a SIGINT, and without a word; a closed pipe
+any verb with 130, as a shell reports a SIGINT, and without a word (on a terminal, a new
+line for the prompt); a closed pipe
 (``kubetrain logs JOB | head``) ends it quietly.
 """
 
@@ -67,6 +68,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(str(e))
         return 1
     except KeyboardInterrupt:
+        # The terminal echoed ^C where the cursor was: the shell's prompt goes on a line of its own,
+        # as after a command killed by SIGINT.
+        if sys.stderr.isatty():
+            print(file=sys.stderr)
         return 130
     except BrokenPipeError:
         # Whoever read our output has gone: say nothing more, not even at interpreter exit.

@@ -81,13 +81,25 @@ def condition(text: str) -> str:
 
 def _wait(args: argparse.Namespace) -> int:
     with cluster.connect(args) as c:
-        return outcome(c, args.job, args.until, args.timeout, args.namespace, sys.stdout)
+        return outcome(
+            c, args.job, args.until, args.timeout, args.namespace, sys.stdout, shown_namespace=args.namespace
+        )
 
 
 def outcome(
-    c: client.Client, name: str, until: str, timeout: float | None, namespace: str | None, out: TextIO
+    c: client.Client,
+    name: str,
+    until: str,
+    timeout: float | None,
+    namespace: str | None,
+    out: TextIO,
+    *,
+    shown_namespace: str | None = None,
 ) -> int:
-    """Wait for ``until``; print the state line; 0 when met, else an error with exit status 1 or 2."""
+    """Wait for ``until``; print the state line; 0 when met, else an error with exit status 1 or 2.
+
+    ``shown_namespace`` is the ``-n`` repeated in a ``next:`` step (the user's, not the default).
+    """
     try:
         job = c.wait(name, until, timeout=timeout, namespace=namespace)
     except client.JobFailed as e:
@@ -95,12 +107,12 @@ def outcome(
         lines = [f"TrainingJob {name!r} failed: {e.reason}: {e.message}"]
         if e.failures:
             lines.append(f"last failure: {failure_line(e.failures[-1])}")
-        raise errors.CommandError("\n".join(lines), hint=describe.hint(e.job, namespace)) from None
+        raise errors.CommandError("\n".join(lines), hint=describe.hint(e.job, shown_namespace)) from None
     except client.JobFinished as e:
         print(state_line(e.job), file=out, flush=True)
         raise errors.CommandError(str(e)) from None
     except client.WaitTimeout as e:
-        raise errors.CommandError(str(e), code=2, hint=describe.hint(e.job, namespace)) from None
+        raise errors.CommandError(str(e), code=2, hint=describe.hint(e.job, shown_namespace)) from None
     print(state_line(job), file=out, flush=True)
     return 0
 

@@ -344,3 +344,17 @@ def test_describe_shows_a_job_waiting_for_room_and_the_next_step(
     )
     (row,) = table(kubetrain(cluster, "get", "huge", "-n", namespace).stdout)
     assert row["STATE"] == "Created (Unschedulable)"
+
+
+def test_tensorboard_of_a_job_without_one_says_how_to_ask_for_it(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    jobs.create(cluster, namespace, a_job("plain"))
+    result = kubetrain(cluster, "tensorboard", "plain", "-n", namespace)
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: TrainingJob 'plain' has no TensorBoard: add spec.tensorboard")
+    missing = kubetrain(cluster, "tensorboard", "nope", "-n", namespace)
+    assert (missing.returncode, missing.stderr) == (
+        1,
+        f"error: TrainingJob 'nope' not found in namespace {namespace!r}\n",
+    )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 
 import pytest
 
@@ -86,3 +88,15 @@ def test_the_tools_gang_schedulers_are_the_operators() -> None:
     from kubetrain.operator import scheduling
 
     assert scheduling.registry.CHOICES[1:] == tools.GANG_SCHEDULERS
+
+
+def test_the_job_verbs_load_neither_the_reconciler_nor_the_runtime_nor_the_dev_cluster() -> None:
+    # The tools (render, migrate-storage) and dev import those only when they run.
+    probe = (
+        "import sys; from kubetrain.cli import main; main.parser(); "
+        "print(sorted(m for m in sys.modules if m.startswith(('kubetrain.operator.runtime', "
+        "'kubetrain.operator.trainingjob_controller', 'kubetrain.operator.lifecycle', "
+        "'kubetrain.operator.render', 'kubetrain.devcluster'))))"
+    )
+    out = subprocess.run([sys.executable, "-P", "-c", probe], capture_output=True, text=True, check=False)
+    assert out.stdout.strip() == "[]", out.stderr
