@@ -7,8 +7,8 @@ person looking at a restarted replica wants to see why.
 With ``follow``, it is what ``kubectl logs -f`` cannot be for a job: it waits for pods
 that do not exist yet, follows every replica at once (lines merged as they come, in order
 within a replica), carries on when a kubelet restarts a container in place (the next
-container's log follows a notice line) and when a restart brings a new attempt (the new
-pod's lines follow, after a notice naming the attempt), and ends by itself once the job
+container's log follows a notice line) and when a restart replaces the pod (the new
+pod's lines follow, after a notice naming its attempt), and ends by itself once the job
 has finished and its streams have drained. One task per pod reads its streams in turn,
 so a replica's lines never interleave with themselves.
 
@@ -117,7 +117,9 @@ async def _written(
     if observed.Pod.of(obj).restarts:
         yield tag.notice("--- the container before the last restart ---")
         async for text in _read(c, obj, previous=True):
-            yield tag.line(text)
+            # The kubelet answers with this line, not an error, once that log is gone.
+            gone = text.startswith("unable to retrieve container logs for ")
+            yield tag.notice(f"--- its log is gone: {text} ---") if gone else tag.line(text)
         yield tag.notice("--- the container now ---")
     async for text in _read(c, obj):
         yield tag.line(text)
@@ -189,7 +191,7 @@ class _Follower:
         self.pods: dict[str, dict[str, Any]] = {}  # uid -> latest object
         self.changed = asyncio.Condition()
         self.tasks: dict[str, asyncio.Task[None]] = {}
-        self.attempts: dict[str, int] = {}  # replica -> newest attempt followed
+        self.followed: dict[str, set[str]] = {}  # replica -> uids of its pods followed
         self.finished = asyncio.Event()
         self.error: BaseException | None = None
 
@@ -272,9 +274,10 @@ class _Follower:
             tag = _Tag.of(self.job, obj)
             started, restarts = _started(obj)
             if seen_restarts is None:
-                if self.attempts.get(tag.replica, tag.attempt) < tag.attempt:
-                    await self.out.put(tag.notice(f"--- attempt {tag.attempt}: a new pod ---"))
-                self.attempts[tag.replica] = max(tag.attempt, self.attempts.get(tag.replica, 0))
+                before = self.followed.setdefault(tag.replica, set())
+                if before:
+                    await self.out.put(tag.notice(f"--- a new pod (attempt {tag.attempt}) ---"))
+                before.add(uid)
             elif restarts > seen_restarts:
                 await self.out.put(tag.notice(f"--- container restarted (restart {restarts}) ---"))
                 emitted = 0

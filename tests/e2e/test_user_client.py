@@ -187,19 +187,6 @@ def test_a_file_that_is_not_a_trainingjob_is_refused_with_its_line_before_anythi
     assert kt.list() == []
 
 
-def test_the_client_never_imports_the_reconciler_or_the_runtime() -> None:
-    import subprocess
-    import sys
-
-    probe = (
-        "import sys; from kubetrain import client; "
-        "print(sorted(m for m in sys.modules if m.startswith(('kubetrain.operator.runtime', "
-        "'kubetrain.operator.trainingjob_controller', 'kubetrain.operator.lifecycle', 'kubetrain.devcluster'))))"
-    )
-    out = subprocess.run([sys.executable, "-P", "-c", probe], capture_output=True, text=True, check=False)
-    assert out.stdout.strip() == "[]", out.stderr
-
-
 def test_events_are_the_jobs_and_its_pods_oldest_first(
     cluster: devcluster.Cluster, kt: client.Client, namespace: str
 ) -> None:
