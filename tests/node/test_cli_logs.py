@@ -58,6 +58,7 @@ class Terminal:
         self.socket = f"kt-cli-{uuid.uuid4().hex[:8]}"
         self.tmux("new-session", "-d", "-s", "t", "-x", "200", "-y", "50", "bash --norc --noprofile")
         self.tmux("set-option", "-t", "t", "history-limit", "5000")
+        self.path = pathlib.Path(self.tmux("display-message", "-p", "#{socket_path}").strip())
 
     def tmux(self, *args: str) -> str:
         return subprocess.run(
@@ -81,6 +82,7 @@ class Terminal:
         subprocess.run(
             ["tmux", "-L", self.socket, "kill-server"], capture_output=True, check=False, timeout=30
         )
+        self.path.unlink(missing_ok=True)  # tmux leaves its socket file behind
 
 
 @pytest.fixture
