@@ -1,7 +1,8 @@
 """Container images built on this machine, with no registry and no Docker engine.
 
 An :class:`Image` is a recipe: Debian packages (installed into a root filesystem by
-``mmdebstrap``), files copied in, Python wheels installed into a venv, and the image's
+``mmdebstrap``), files copied in, Python wheels installed into a venv — kubetrain's own,
+built here, and pinned requirements downloaded from PyPI as wheels — and the image's
 command. Its :func:`digest` — a hash of the recipe and of the bytes of every file it
 copies — names the cached archive, so an image is built once per content and reused until
 something that goes into it changes.
@@ -13,8 +14,9 @@ IfNotPresent`` — a tag other than ``latest`` makes that the default.
 
 The recipes kubetrain's local cluster uses: :func:`pause` (the pod sandbox, a static
 program from ``hack/pause.go``), :func:`examples` (Python, PyTorch, Open MPI and sshd, with
-the training scripts of ``samples/scripts``) and :func:`operator` (kubetrain itself, as
-the Dockerfile installs it).
+the training scripts of ``samples/scripts``), :func:`operator` (kubetrain itself, as
+the Dockerfile installs it) and :func:`tensorboard` (TensorBoard from PyPI, what a job's
+``spec.tensorboard`` runs by default).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import time
 import attrs
 
 from kubetrain.devcluster import binaries
+from kubetrain.operator import tensorboard as tensorboard_
 
 __all__ = [
     "PAUSE_REF",
@@ -44,6 +47,7 @@ __all__ = [
     "load",
     "operator",
     "pause",
+    "tensorboard",
 ]
 
 # Bump when the way an image is built changes, so cached archives are rebuilt.
@@ -64,8 +68,12 @@ class Image:
     packages: tuple[str, ...] = ()
     # (path in the image, file or directory on this machine)
     files: tuple[tuple[str, pathlib.Path], ...] = ()
-    # pip requirements installed into a venv at VENV, from wheels built on this machine
+    # A project whose wheel (and its dependencies') is built on this machine and installed into a
+    # venv at VENV.
     wheels_from: pathlib.Path | None = None
+    # Pinned requirements ("name==version") installed into that venv from PyPI's wheels for the
+    # image's Python, with no dependency resolution: the list is complete, or the install fails.
+    requirements: tuple[str, ...] = ()
     # shell commands run in the root filesystem (chroot) once everything else is in
     fixes: tuple[str, ...] = ()
     entrypoint: tuple[str, ...] = ()
@@ -121,7 +129,8 @@ def operator(root: pathlib.Path) -> Image:
         tag="dev",
         packages=("python3", "python3-venv", "ca-certificates"),
         files=tuple(
-            (f"/src/{p}", root / p) for p in ("pyproject.toml", "README.md", "api", "operator", "devcluster", "client", "cli")
+            (f"/src/{p}", root / p)
+            for p in ("pyproject.toml", "README.md", "api", "operator", "devcluster", "client", "cli")
         ),
         wheels_from=root,
         entrypoint=(f"{VENV}/bin/kubetrain-operator",),
@@ -130,9 +139,41 @@ def operator(root: pathlib.Path) -> Image:
     )
 
 
+# TensorBoard and everything it imports, pinned: the recipe (and so the digest) names every wheel.
+TENSORBOARD_REQUIREMENTS = (
+    "tensorboard==2.21.0",
+    "absl-py==2.5.1",
+    "grpcio==1.85.1",
+    "markdown==3.11.3",
+    "markupsafe==3.0.4",
+    "numpy==2.4.6",
+    "packaging==26.3",
+    "pillow==13.0.0",
+    "protobuf==7.36.2",
+    "setuptools==84.2.1",
+    "tensorboard-data-server==0.7.2",
+    "typing-extensions==4.16.0",
+    "werkzeug==3.1.9",
+)
+
+
+def tensorboard() -> Image:
+    """TensorBoard in a venv on Debian's Python, run as 65532: the default of ``spec.tensorboard.image``."""
+    name, tag = tensorboard_.DEFAULT_IMAGE.rsplit(":", 1)
+    return Image(
+        name=name,
+        tag=tag,
+        packages=("python3", "python3-venv"),
+        requirements=TENSORBOARD_REQUIREMENTS,
+        entrypoint=(f"{VENV}/bin/tensorboard",),
+        env=(f"PATH={VENV}/bin:/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONUNBUFFERED=1"),
+        user="65532:65532",
+    )
+
+
 def for_nodes(root: pathlib.Path, pause_binary: pathlib.Path) -> list[Image]:
-    """What every real node holds: the sandbox, the examples and the operator."""
-    return [pause(pause_binary), examples(root), operator(root)]
+    """What every real node holds: the sandbox, the examples, the operator and TensorBoard."""
+    return [pause(pause_binary), examples(root), operator(root), tensorboard()]
 
 
 def digest(image: Image) -> str:
@@ -215,20 +256,53 @@ def _rootfs(image: Image, rootfs: pathlib.Path) -> None:
             shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         else:
             shutil.copy2(source, target)
-    if image.wheels_from is not None:
-        _install_venv(image.wheels_from, rootfs)
+    if image.wheels_from is not None or image.requirements:
+        _install_venv(image, rootfs)
     for command in image.fixes:
         _run(["chroot", str(rootfs), "sh", "-c", command], f"{command!r} in {image.ref}")
     shutil.rmtree(rootfs / "src", ignore_errors=True)
 
 
-def _install_venv(project: pathlib.Path, rootfs: pathlib.Path) -> None:
-    """Build kubetrain's wheel and its dependencies' here; install them offline in the image."""
+# The wheels of pinned requirements are those of the image's Python (Debian bookworm's 3.11).
+_WHEEL_TARGET = (
+    "--only-binary=:all:",
+    "--python-version=3.11",
+    "--implementation=cp",
+    "--abi=cp311",
+    "--abi=abi3",
+    "--abi=none",
+    "--platform=manylinux2014_x86_64",
+    "--platform=manylinux_2_17_x86_64",
+    "--platform=manylinux_2_28_x86_64",
+)
+
+
+def _install_venv(image: Image, rootfs: pathlib.Path) -> None:
+    """Gather the wheels here (built or downloaded); install them offline into the image's venv."""
     wheels = rootfs / "wheels"
-    _run(
-        ["python3", "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(wheels), str(project)],
-        "pip wheel kubetrain",
-    )
+    wanted = list(image.requirements)
+    if image.wheels_from is not None:
+        _run(
+            ["python3", "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(wheels), str(image.wheels_from)],
+            "pip wheel kubetrain",
+        )
+        wanted.append("kubetrain")
+    if image.requirements:
+        _run(
+            [
+                "python3",
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                *_WHEEL_TARGET,
+                "--dest",
+                str(wheels),
+                *image.requirements,
+            ],
+            f"pip download for {image.ref}",
+        )
     _run(["chroot", str(rootfs), "python3", "-m", "venv", VENV], "python3 -m venv in the image")
     _run(
         [
@@ -239,9 +313,9 @@ def _install_venv(project: pathlib.Path, rootfs: pathlib.Path) -> None:
             "--quiet",
             "--no-index",
             "--find-links=/wheels",
-            "kubetrain",
+            *wanted,
         ],
-        "pip install kubetrain in the image",
+        f"pip install in {image.ref}",
     )
     shutil.rmtree(wheels)
 

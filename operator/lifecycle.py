@@ -35,6 +35,10 @@ A step, in order:
     queue (``Queued``) or cannot be placed (``Unschedulable``, with the scheduler's words),
     True once every pod is placed. ``scheduleTimeoutSeconds`` fails an unschedulable job with
     ``ScheduleTimeout`` (checked with the deadline, step 4).
+12. The TensorBoard (``spec.tensorboard``): its address is in ``status.tensorboard`` from the
+    first step on, and it is created while its Service is not seen (:attr:`Input.tensorboard`)
+    and the job is neither finished nor suspended. Nothing here ever deletes it: the garbage
+    collector does, with the job.
 
 Failures are counted per pod UID in ``status.countedFailures``, which is written before
 anything is acted on, so a failure seen again (the cache lags, a delete failed, the
@@ -51,7 +55,7 @@ from collections.abc import Mapping
 import attrs
 
 from kubetrain.api import v1beta1
-from kubetrain.operator import conditions, naming, observed
+from kubetrain.operator import conditions, naming, observed, tensorboard
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.policies import (
     backoff,
@@ -161,6 +165,7 @@ class Refused:
 @attrs.frozen(kw_only=True)
 class Input:
     name: str
+    namespace: str = "default"
     generation: int | None = None
     spec: v1beta1.TrainingJobSpec
     status: v1beta1.TrainingJobStatus
@@ -172,6 +177,8 @@ class Input:
     # until a replacement joins its group, and a replacement cannot take its name before it is
     # gone — so every restart that replaces pods restarts the whole gang, as a new group.
     queued: bool = False
+    # The TensorBoard's Service exists: it is created after the Deployment, so both do.
+    tensorboard: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -196,6 +203,7 @@ class Decision:
     delete_job: bool = False
     events: tuple[Event, ...] = ()
     requeue_after: float | None = None
+    tensorboard: bool = False  # create the TensorBoard's Deployment and Service
 
 
 def step(inp: Input) -> Decision:
@@ -586,6 +594,7 @@ class _Step:
             failures=tuple(self.history[-v1beta1.trainingjob_types.MAX_FAILURE_HISTORY :]),
             counted_failures=tuple(c for uid, c in self.counted.items() if uid in observed_uids),
             observed_generation=self.inp.generation,
+            tensorboard=tensorboard.status(self.inp.name, self.inp.namespace, self.spec),
         )
         later = [d for d in self.dues if d > self.now]
         return Decision(
@@ -595,6 +604,16 @@ class _Step:
             delete_job=self.delete_job,
             events=tuple(self.events),
             requeue_after=min((d - self.now).total_seconds() for d in later) if later else None,
+            tensorboard=self._tensorboard_missing(),
+        )
+
+    def _tensorboard_missing(self) -> bool:
+        # A finished job keeps the one it had and gets none later; a suspended one gets it on resume.
+        return (
+            self.spec.tensorboard is not None
+            and not self.inp.tensorboard
+            and not self._finished()
+            and not self.spec.run_policy.suspend
         )
 
     def _replica_statuses(self) -> dict[str, v1beta1.ReplicaStatus]:

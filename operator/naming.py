@@ -2,7 +2,10 @@
 
 Every replica gets a Pod and a headless Service named ``{job}-{type}-{index}`` (type in
 lower case), resolvable as ``{job}-{type}-{index}.{namespace}.svc``. The labels below
-select a job's objects, one replica type, or one replica.
+select a job's objects, one replica type, or one replica. A job's TensorBoard is a Deployment
+and a Service named ``{job}-tensorboard``; its pods carry :func:`tensorboard_labels` (no
+replica type or index: they are not replicas, and no controller owner of the job's: the
+Deployment's ReplicaSet owns them).
 """
 
 from collections.abc import Mapping
@@ -14,12 +17,15 @@ __all__ = [
     "JOB_ROLE",
     "REPLICA_INDEX",
     "REPLICA_TYPE",
+    "TENSORBOARD_ROLE",
     "config_map_name",
     "host",
     "labels",
     "replica_name",
     "secret_name",
     "selector",
+    "tensorboard_labels",
+    "tensorboard_name",
 ]
 
 PREFIX = "training.kubetrain.dev/"
@@ -31,10 +37,22 @@ JOB_ROLE = PREFIX + "job-role"
 ATTEMPT = PREFIX + "restart-attempt"
 # The gang a pod is scheduled with (one per restart attempt; see kubetrain.operator.scheduling).
 GANG = PREFIX + "gang"
+# JOB_ROLE of the TensorBoard's pods (replicas are "master" or "worker").
+TENSORBOARD_ROLE = "tensorboard"
 
 
 def replica_name(job: str, replica_type: str, index: int) -> str:
     return f"{job}-{replica_type.lower()}-{index}"
+
+
+def tensorboard_name(job: str) -> str:
+    """The job's TensorBoard Deployment and Service."""
+    return f"{job}-tensorboard"
+
+
+def tensorboard_labels(job: str) -> dict[str, str]:
+    """Labels of the TensorBoard's Deployment, Service and pods; its Service selects by them."""
+    return {JOB_NAME: job, JOB_ROLE: TENSORBOARD_ROLE}
 
 
 def config_map_name(job: str) -> str:

@@ -2,9 +2,11 @@
 
 :func:`render` is pure: given a v1beta1 job and its framework it returns the
 ConfigMap (when the framework has files), the Secret (when it has one), one headless
-Service per replica (when the framework needs them) and one Pod per replica, as plain
-dictionaries ready for the apiserver. The reconciler creates exactly these; ``kubetrain
-render`` prints them.
+Service per replica (when the framework needs them), one Pod per replica and, last, the
+TensorBoard's Deployment and Service (when ``spec.tensorboard`` asks for one, see
+:mod:`.tensorboard`), as plain dictionaries ready for the apiserver. The reconciler creates
+exactly these — the TensorBoard once, apart from the replicas' objects; ``kubetrain render``
+prints them.
 
 The Secret is the one output that may differ between calls: an ssh key pair is random.
 Its name, ``{job}-ssh``, is fixed, and the reconciler creates it only when it is missing
@@ -25,11 +27,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api import v1beta1, validation
-from kubetrain.operator import naming, scheduling
+from kubetrain.operator import naming, scheduling, tensorboard
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.scheduling import backend
 
-__all__ = ["CONFIG_MOUNT", "DEFAULT_CONTAINER", "SECRET_MODE", "owner_reference", "pod_restart_policy", "render"]
+__all__ = [
+    "CONFIG_MOUNT",
+    "DEFAULT_CONTAINER",
+    "SECRET_MODE",
+    "owner_reference",
+    "pod_restart_policy",
+    "render",
+]
 
 CONFIG_MOUNT = fw_contract.CONFIG_MOUNT
 _CONFIG_VOLUME = "kubetrain-config"
@@ -45,7 +54,7 @@ Object = dict[str, Any]
 def render(
     job: v1beta1.TrainingJob, fw: fw_contract.Framework, scheduler: backend.Backend = backend.NONE
 ) -> list[Object]:
-    """ConfigMap, Services, gang groups and Pods of ``job``; raises ValidationError if it cannot run.
+    """ConfigMap, Services, gang groups, Pods and TensorBoard of ``job``; raises ValidationError if it cannot run.
 
     ``scheduler`` is the gang-scheduling backend: it adds one group object per gang the pods
     join (see :mod:`.scheduling.gang`) and marks the pods; ``schedulingPolicy.queue`` puts
@@ -72,6 +81,7 @@ def render(
         pod = _pod(world, fw, r, has_files=bool(files), has_secret=bool(secret))
         _schedule(pod, gangs[r.type], scheduler, late=late[r.type])
         objects.append(pod)
+    objects.extend(tensorboard.objects(job, owner_reference(job)))
     return objects
 
 

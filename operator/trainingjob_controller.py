@@ -16,6 +16,9 @@ this module only reads the caches and carries out the decision:
    ``FailedCreate`` Event and remembered, and the next step shows it as the job's
    ``ReplicaFailure`` condition and decides when to try again — never an error retried
    in a hot loop.
+   The TensorBoard's Deployment and Service (``spec.tensorboard``) are created apart, while
+   its Service is not in the cache, the Deployment first; a refusal is a ``FailedCreate``
+   Event only (the replicas train without it), tried again at the next reconcile.
    With a gang scheduler (``--gang-scheduler``), each new attempt's group object is created
    before its pods, and the previous one deleted; a group the cluster does not serve is a
    refusal like any other, and the pods that would join it are not created.
@@ -39,7 +42,16 @@ from typing import Any
 import attrs
 
 from kubetrain.api import scheme, v1beta1, validation, wire
-from kubetrain.operator import accelerators, conditions, lifecycle, naming, observed, render, scheduling
+from kubetrain.operator import (
+    accelerators,
+    conditions,
+    lifecycle,
+    naming,
+    observed,
+    render,
+    scheduling,
+    tensorboard,
+)
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.frameworks import registry as fw_registry
 from kubetrain.operator.runtime import cache, client, events, informer, metrics
@@ -123,6 +135,8 @@ class TrainingJobReconciler:
         refused = bool(decision.create) and await self._create(
             attrs.evolve(job, status=decision.status), fw, decision.create
         )
+        if decision.tensorboard:
+            await self._create_tensorboard(job)
         # Let a queue release the quota of a finished job's pods.
         await self._release_quota(job, decision.status)
         # Delete what the step let go of.
@@ -177,6 +191,7 @@ class TrainingJobReconciler:
             ]
         return lifecycle.Input(
             name=job.metadata.name or "",
+            namespace=job.metadata.namespace or "default",
             generation=job.metadata.generation,
             spec=job.spec,
             status=job.status,
@@ -185,6 +200,10 @@ class TrainingJobReconciler:
             now=self.clock(),
             refused=self._refused.get(key, ()),
             queued=self._queued(job),
+            tensorboard=self.services.store.get(
+                f"{job.metadata.namespace}/{naming.tensorboard_name(job.metadata.name or '')}"
+            )
+            is not None,
         )
 
     # --- writing ---------------------------------------------------------------------------
@@ -244,7 +263,14 @@ class TrainingJobReconciler:
         for pod in pods:
             accelerators.apply(pod, self.accelerators)
         groups = [o for o in objects if self._is_group(o)]
-        shared = [o for o in objects if o["kind"] != "Pod" and not self._is_group(o) and not self._cached(o)]
+        shared = [
+            o
+            for o in objects
+            if o["kind"] != "Pod"
+            and not self._is_group(o)
+            and not tensorboard.is_tensorboard(o)
+            and not self._cached(o)
+        ]
         # The ConfigMap, the Secret and the Services first: a starting pod needs its peers' names.
         refused = await asyncio.gather(*(self._create_one(job, o) for o in shared))
         # Then the gangs, since a pod waits without a word for a group that does not exist.
@@ -258,6 +284,12 @@ class TrainingJobReconciler:
             del self._refused[key]
             return False
         return True
+
+    async def _create_tensorboard(self, job: v1beta1.TrainingJob) -> None:
+        """The Deployment, then its Service: a Service in the cache means both exist."""
+        deployment, service = tensorboard.objects(job, render.owner_reference(job))
+        if await self._create_one(job, deployment) is None:
+            await self._create_one(job, service)
 
     def _is_group(self, obj: Obj) -> bool:
         r = self.scheduler.resource

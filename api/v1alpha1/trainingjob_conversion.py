@@ -114,6 +114,7 @@ def _spec_to(spec: alpha.TrainingJobSpec, stash: Stash, names: Names) -> hub.Tra
         ),
         success_policy=_success_to(spec.termination_policy, names) or stash.success_policy,
         failure_policy=stash.failure_policy or hub.FailurePolicy(),
+        tensorboard=spec.tensorboard,
     )
 
 
@@ -181,6 +182,7 @@ def convert_from(src: hub.TrainingJob) -> alpha.TrainingJob:
         termination_policy=_termination_from(spec.success_policy),
         cleanup_pod_policy=spec.run_policy.clean_pod_policy,
         backend=_backend_from(spec.framework),
+        tensorboard=spec.tensorboard,
     )
     out_status = alpha.TrainingJobStatus(
         state=src.status.state,

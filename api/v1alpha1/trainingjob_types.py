@@ -2,7 +2,8 @@
 
 ``replicaSpecs`` is a list of UPPERCASE replica types (MASTER, WORKER, PS, SCHEDULER,
 SERVER ...), each with its own port; a ``terminationPolicy.chief`` names the replica
-whose end decides the job (MXJob); ``backend`` configures Caffe2's rendezvous. The order
+whose end decides the job (MXJob); ``backend`` configures Caffe2's rendezvous; ``tensorboard``
+runs a TensorBoard, as TfJob's did, with the hub's fields. The order
 of ``replicaSpecs`` carries no meaning — the scheduler need not come first, as it had
 to in MXJob — so the type keeps the list in one canonical order: the seeds' familiar
 order (MASTER, CHIEF, SCHEDULER, SERVER, PS, WORKER, EVALUATOR, LAUNCHER), then the
@@ -17,7 +18,7 @@ import attrs
 
 from kubetrain.api import meta, schema, validation
 from kubetrain.api.v1alpha1 import groupversion_info
-from kubetrain.api.v1beta1 import framework_types
+from kubetrain.api.v1beta1 import framework_types, tensorboard_types
 from kubetrain.api.v1beta1 import trainingjob_types as hub_types
 
 REPLICA_TYPE = r"^[A-Z][A-Z0-9]*$"
@@ -101,6 +102,8 @@ class TrainingJobSpec:
     termination_policy: TerminationPolicy | None = None
     cleanup_pod_policy: hub_types.CleanPodPolicy | None = None
     backend: Backend | None = None
+    # The hub's type: v1alpha1 says exactly what v1beta1 says (the seeds' TfJob had a tensorboard too).
+    tensorboard: tensorboard_types.TensorBoardSpec | None = None
 
     cel_rules: ClassVar[tuple[schema.Rule, ...]] = (
         schema.Rule(
@@ -137,6 +140,10 @@ class TrainingJobSpec:
             yield validation.FieldError(
                 path=("terminationPolicy", "chief"),
                 message="terminationPolicy.chief must name a replica of this job",
+            )
+        if self.tensorboard is not None:
+            yield from tensorboard_types.log_dir_errors(
+                self.tensorboard.log_dir, ((r.replica_type, r.template) for r in self.replica_specs)
             )
 
 
@@ -186,11 +193,13 @@ class TrainingJob:
             + ")) + 2 <= 63)",
             message=hub_types.NAMES_TOO_LONG,
         ),
+        hub_types.TENSORBOARD_NAME_FITS,
     )
 
     @validation.cross_field
     def __attrs_post_init__(self) -> None:
         replicas = {r.replica_type: r.replicas for r in self.spec.replica_specs}
-        errors = list(hub_types.name_errors(self.metadata.name, replicas))
+        tensorboard = self.spec.tensorboard is not None
+        errors = list(hub_types.name_errors(self.metadata.name, replicas, tensorboard=tensorboard))
         if errors:
             raise validation.ValidationError(errors)

@@ -2,7 +2,7 @@
 
 Replica types are a map (``replicaSpecs: {Worker: {...}}``) as in the Kubeflow v1
 operators, with typed framework options, a run policy, and success and failure
-policies that classify failures and budget restarts per class.
+policies that classify failures and budget restarts per class, and an optional TensorBoard.
 """
 
 from kubetrain.api.v1beta1.framework_types import (
@@ -31,6 +31,7 @@ from kubetrain.api.v1beta1.policy_types import (
     SuccessPolicy,
     SuccessTarget,
 )
+from kubetrain.api.v1beta1.tensorboard_types import TensorBoardSpec, TensorBoardStatus
 from kubetrain.api.v1beta1.trainingjob_types import (
     CleanPodPolicy,
     ConditionType,
@@ -85,6 +86,8 @@ __all__ = [
     "SuccessOperator",
     "SuccessPolicy",
     "SuccessTarget",
+    "TensorBoardSpec",
+    "TensorBoardStatus",
     "TensorFlowOptions",
     "TrainingJob",
     "TrainingJobSpec",

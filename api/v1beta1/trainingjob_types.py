@@ -16,7 +16,7 @@ from typing import Annotated, Any, ClassVar
 import attrs
 
 from kubetrain.api import meta, podtemplate, schema, validation
-from kubetrain.api.v1beta1 import framework_types, groupversion_info, policy_types
+from kubetrain.api.v1beta1 import framework_types, groupversion_info, policy_types, tensorboard_types
 
 DNS1035_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 REPLICA_TYPE = r"^[A-Za-z][A-Za-z0-9]*$"
@@ -183,6 +183,7 @@ class TrainingJobSpec:
     run_policy: RunPolicy = attrs.field(factory=RunPolicy)
     success_policy: policy_types.SuccessPolicy | None = None
     failure_policy: policy_types.FailurePolicy = attrs.field(factory=policy_types.FailurePolicy)
+    tensorboard: tensorboard_types.TensorBoardSpec | None = None
 
     cel_rules: ClassVar[tuple[schema.Rule, ...]] = (
         schema.Rule(
@@ -250,6 +251,10 @@ class TrainingJobSpec:
             yield validation.FieldError(
                 path=("runPolicy", "backoffLimit"),
                 message="set runPolicy.backoffLimit or failurePolicy.budgets.userCode.limit, not both",
+            )
+        if self.tensorboard is not None:  # no CEL twin: templates are free-form JSON to the CRD
+            yield from tensorboard_types.log_dir_errors(
+                self.tensorboard.log_dir, ((t, s.template) for t, s in self.replica_specs.items())
             )
 
 
@@ -376,6 +381,7 @@ class TrainingJobStatus:
         schema.Field(list_map_keys=("uid",), doc="Failures already charged, per pod that still exists."),
     ] = ()
     observed_generation: Annotated[int | None, schema.Field(minimum=0)] = None
+    tensorboard: tensorboard_types.TensorBoardStatus | None = None
 
 
 NAME_IS_LABEL = schema.Rule(
@@ -383,6 +389,12 @@ NAME_IS_LABEL = schema.Rule(
     message="metadata.name must be a DNS-1035 label: lower case letters, digits and '-', starting with a letter",
 )
 NAMES_TOO_LONG = "metadata.name is too long: every {name}-{type}-{index} must fit in 63 characters"
+# The TensorBoard's Deployment and Service are {name}-tensorboard (kubetrain.operator.naming).
+TENSORBOARD_SUFFIX = "-tensorboard"
+TENSORBOARD_NAME_FITS = schema.Rule(
+    cel=f"!has(self.spec.tensorboard) || size(self.metadata.name) <= {MAX_NAME_LENGTH - len(TENSORBOARD_SUFFIX)}",
+    message=f"metadata.name is too long for a TensorBoard: {{name}}{TENSORBOARD_SUFFIX} must fit in 63 characters",
+)
 
 
 def last_index_cel(replicas: str) -> str:
@@ -413,6 +425,7 @@ class TrainingJob:
             + ")) + 2 <= 63)",
             message=NAMES_TOO_LONG,
         ),
+        TENSORBOARD_NAME_FITS,
     )
     printer_columns: ClassVar[tuple[Mapping[str, Any], ...]] = (
         {
@@ -446,7 +459,11 @@ class TrainingJob:
     @validation.cross_field
     def __attrs_post_init__(self) -> None:
         replicas = {t: r.replicas for t, r in self.spec.replica_specs.items()}
-        errors = [*name_errors(self.metadata.name, replicas), *self._status_key_errors()]
+        tensorboard = self.spec.tensorboard is not None
+        errors = [
+            *name_errors(self.metadata.name, replicas, tensorboard=tensorboard),
+            *self._status_key_errors(),
+        ]
         if errors:
             raise validation.ValidationError(errors)
 
@@ -461,10 +478,13 @@ class TrainingJob:
                 )
 
 
-def name_errors(name: str | None, replicas: Mapping[str, int]) -> Iterator[validation.FieldError]:
+def name_errors(
+    name: str | None, replicas: Mapping[str, int], *, tensorboard: bool = False
+) -> Iterator[validation.FieldError]:
     """Why the pods and Services of a job could not be named, if they could not.
 
-    ``replicas`` maps each replica type to its replica count.
+    ``replicas`` maps each replica type to its replica count; ``tensorboard``, whether the job
+    has a TensorBoard, whose Service is named after the job too.
     """
     if name is None:
         return
@@ -481,3 +501,10 @@ def name_errors(name: str | None, replicas: Mapping[str, int]) -> Iterator[valid
                 path=("metadata", "name"),
                 message=f"too long: pod name {longest!r} has {len(longest)} characters, at most {MAX_NAME_LENGTH}",
             )
+    board = name + TENSORBOARD_SUFFIX
+    if tensorboard and len(board) > MAX_NAME_LENGTH:
+        yield validation.FieldError(
+            path=("metadata", "name"),
+            message=f"too long for a TensorBoard: Service name {board!r} has {len(board)} characters, "
+            f"at most {MAX_NAME_LENGTH}",
+        )

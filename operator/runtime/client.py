@@ -28,6 +28,7 @@ __all__ = [
     "CHILDREN",
     "CONFIGMAPS",
     "CRDS",
+    "DEPLOYMENTS",
     "EVENTS",
     "LEASES",
     "NODES",
@@ -84,6 +85,7 @@ POD_TEMPLATES = Resource("", "v1", "podtemplates", "PodTemplate")
 SERVICES = Resource("", "v1", "services", "Service")
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 SECRETS = Resource("", "v1", "secrets", "Secret")
+DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
 EVENTS = Resource("", "v1", "events", "Event")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
@@ -97,7 +99,7 @@ VALIDATING_WEBHOOK_CONFIGURATIONS = Resource(
 )
 TRAININGJOBS = Resource("training.kubetrain.dev", "v1beta1", "trainingjobs", "TrainingJob")
 # What a TrainingJob renders, by kind.
-CHILDREN = {r.kind: r for r in (PODS, POD_TEMPLATES, SERVICES, CONFIGMAPS, SECRETS)}
+CHILDREN = {r.kind: r for r in (PODS, POD_TEMPLATES, SERVICES, CONFIGMAPS, SECRETS, DEPLOYMENTS)}
 
 
 class ApiError(Exception):

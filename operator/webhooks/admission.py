@@ -9,6 +9,8 @@ adds what they cannot know:
   ``runPolicy.managedBy``, the set of replica types, and the pod templates — unless the
   job is suspended (a queue such as Kueue may then adjust them, as it does for batch Jobs)
   or its pods are being refused (``ReplicaFailure``), so a user can mend what blocks them;
+- ``spec.tensorboard``, which may be added to a job but not changed or removed: its
+  Deployment is created once and never rewritten;
 - what the apiserver itself would say of the pods and Services the job renders, by a
   server-side dry run (:mod:`~kubetrain.operator.webhooks.dryrun`) — only when the spec is
   new or changed. An answer about the namespace (quota, a missing ServiceAccount) admits
@@ -130,6 +132,11 @@ def _changed_immutables(
     ):
         if before != after:
             yield validation.FieldError(path=path, message="field is immutable")
+    if a.tensorboard is not None and a.tensorboard != b.tensorboard:
+        yield validation.FieldError(
+            path=("spec", "tensorboard"),
+            message="field is immutable once set: the TensorBoard is created once and never rewritten",
+        )
     if a.run_policy.suspend or b.run_policy.suspend:
         return
     if conditions.is_true(old.status.conditions, v1beta1.ConditionType.REPLICA_FAILURE):

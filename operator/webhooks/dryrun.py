@@ -12,6 +12,7 @@ because it makes the longest names. Each of those pods is also sent as a core/v1
 a pod whose ServiceAccount does not exist yet, which would hide everything validation
 has to say; a PodTemplate's spec is validated by the same code without that plugin,
 except that ``image`` is optional there, so this module requires it itself.
+The TensorBoard's Deployment and Service, when the job has one, are dry-run too.
 
 An answer about the object (:data:`refusal.Kind.INVALID`) refuses the job, with every
 field the apiserver names translated into the job's own terms:
@@ -33,7 +34,7 @@ from typing import Any
 import attrs
 
 from kubetrain.api import v1beta1, validation
-from kubetrain.operator import accelerators, naming, render
+from kubetrain.operator import accelerators, naming, render, tensorboard
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.policies import refusal
 from kubetrain.operator.runtime import client
@@ -79,7 +80,7 @@ async def check(
 
 def samples(job: v1beta1.TrainingJob, fw: fw_contract.Framework) -> list[Obj]:
     """What stands for all of ``job``'s objects: the shared ones, each type's last Pod and
-    Service, and that Pod as a PodTemplate."""
+    Service, that Pod as a PodTemplate, and the TensorBoard's objects."""
     last = {
         naming.replica_name(job.metadata.name or "", k, s.replicas - 1)
         for k, s in job.spec.replica_specs.items()
@@ -87,7 +88,9 @@ def samples(job: v1beta1.TrainingJob, fw: fw_contract.Framework) -> list[Obj]:
     out = [
         o
         for o in render.render(job, fw)
-        if o["kind"] not in ("Pod", "Service") or o["metadata"]["name"] in last
+        if o["kind"] not in ("Pod", "Service")
+        or o["metadata"]["name"] in last
+        or tensorboard.is_tensorboard(o)
     ]
     return out + [_as_template(o) for o in out if o["kind"] == "Pod"]
 
@@ -144,9 +147,12 @@ def job_path(job: v1beta1.TrainingJob, obj: Mapping[str, Any], field: str) -> va
 
     A pod's ``spec`` and template metadata come from its replica type's template; every
     generated name comes from the job's name; a Service's other fields from the replica
-    type (its port), a shared object's from the replica specs as a whole.
+    type (its port), a shared object's from the replica specs as a whole; the TensorBoard's
+    from ``spec.tensorboard``, its container's image and resources from those fields.
     """
     path = _parse(field)
+    if tensorboard.is_tensorboard(obj) and path[:2] != ("metadata", "name"):
+        return _tensorboard_path(path)
     if obj["kind"] == "PodTemplate":  # its template is the pod's metadata and spec
         obj, path = {**obj, "kind": "Pod"}, path[1:] if path[:1] == ("template",) else path
     if path[:2] == ("metadata", "name"):
@@ -159,6 +165,13 @@ def job_path(job: v1beta1.TrainingJob, obj: Mapping[str, Any], field: str) -> va
     if obj["kind"] == "Pod" and path[:1] in (("spec",), ("metadata",)):
         return (*replica, "template", *path)
     return replica if obj["kind"] != "Pod" else (*replica, "template")
+
+
+def _tensorboard_path(path: validation.Path) -> validation.Path:
+    for key in ("image", "resources"):
+        if key in path and "containers" in path:
+            return ("spec", "tensorboard", *path[path.index(key) :])
+    return ("spec", "tensorboard")
 
 
 def _parse(field: str) -> validation.Path:

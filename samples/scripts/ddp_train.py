@@ -5,6 +5,8 @@ MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE — so it proves the rendezvous kubet
 Each rank prints where it met the others (MASTER_ADDR and the address DNS gave for it) and,
 at the end, one ``KUBETRAIN-RESULT {json}`` line: its first and last loss and the weights.
 DDP averages gradients every step, so every rank must end with the same weights.
+With ``--logdir``, each rank also writes its loss at every step for TensorBoard, as the run
+``rank<N>`` under that directory (see tfevents.py beside this script).
 """
 
 import argparse
@@ -22,6 +24,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--logdir", default=None, help="write TensorBoard scalars here, one run per rank")
     args = parser.parse_args()
 
     master = os.environ["MASTER_ADDR"]
@@ -37,6 +40,11 @@ def main() -> int:
     x = torch.rand(64, 1, generator=shard) * 2 - 1
     y = 3 * x + 2
 
+    writer = None
+    if args.logdir:
+        import tfevents
+
+        writer = tfevents.Writer(os.path.join(args.logdir, f"rank{rank}"))
     losses = []
     for step in range(args.steps):
         optimizer.zero_grad()
@@ -44,8 +52,12 @@ def main() -> int:
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
+        if writer is not None:
+            writer.scalar("loss", loss.item(), step)
         if step % 50 == 0:
             print(f"rank {rank} step {step} loss {loss.item():.6f}", flush=True)
+    if writer is not None:
+        writer.close()
 
     weight, bias = model.module.weight.item(), model.module.bias.item()
     result = {"rank": rank, "world": world, "firstLoss": losses[0], "finalLoss": losses[-1], "weight": weight, "bias": bias}

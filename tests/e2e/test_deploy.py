@@ -205,6 +205,38 @@ def test_a_job_finishes_and_expires(deployed: Deployment) -> None:
     )
 
 
+def test_a_tensorboard_is_dry_run_at_admission_and_created_by_the_deployed_manager(
+    deployed: Deployment,
+) -> None:
+    ns = namespace(deployed, "tensorboard")
+    job = yaml.safe_load((SAMPLES / "pytorch-tensorboard.yaml").read_text())
+    unshared = copy.deepcopy(job)
+    for replica in unshared["spec"]["replicaSpecs"].values():
+        replica["template"]["spec"]["volumes"] = [{"name": "logs", "emptyDir": {}}]
+    refused = deployed.kubectl("create", "-n", ns, "-f", "-", input=json.dumps(unshared), check=False)
+    assert refused.returncode == 1
+    assert "spec.tensorboard.logDir: /logs/pytorch-tb is on volume 'logs'" in refused.stderr
+    assert "each pod gets its own emptyDir" in refused.stderr
+    # A quantity the apiserver refuses in the Deployment the job renders is named in the job's terms.
+    greedy = copy.deepcopy(job)
+    greedy["spec"]["tensorboard"]["resources"] = {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}
+    refused = deployed.kubectl("create", "-n", ns, "-f", "-", input=json.dumps(greedy), check=False)
+    assert refused.returncode == 1
+    assert "spec.tensorboard.resources.requests" in refused.stderr
+    deployed.kubectl("create", "-n", ns, "-f", "-", input=json.dumps(job))
+    name = job["metadata"]["name"]
+    board = eventually(
+        "the TensorBoard's Deployment",
+        lambda: (
+            deployed.kubectl("get", "deployment", f"{name}-tensorboard", "-n", ns, check=False).returncode
+            == 0
+        ),
+        timeout=60,
+    )
+    assert board
+    assert get(deployed, "service", ns, f"{name}-tensorboard")["spec"]["ports"][0]["port"] == 6006
+
+
 def test_a_pod_the_apiserver_refuses_is_refused_at_admission_or_reported_not_crashed_on(
     deployed: Deployment,
 ) -> None:

@@ -208,6 +208,23 @@ def valid_doc(namespace: str, name: str = "bad") -> dict[str, Any]:
             lambda d: d["spec"]["replicaSpecs"]["Worker"].update(replicaz=3),
             'unknown field "spec.replicaSpecs.Worker.replicaz"',
         ),
+        (
+            lambda d: (
+                d["metadata"].update(name="m" * 52),
+                d["spec"].update(tensorboard={"logDir": "/logs"}),
+            ),
+            "metadata.name is too long for a TensorBoard: {name}-tensorboard must fit in 63 characters",
+        ),
+        (
+            lambda d: d["spec"].update(tensorboard={"logDir": "logs"}),
+            "spec.tensorboard.logDir in body should match '^/'",
+        ),
+        (
+            lambda d: d["spec"].update(
+                tensorboard={"logDir": "/logs", "resources": {"limits": {"cpu": "1x"}}}
+            ),
+            "spec.tensorboard.resources.limits.cpu in body should match",
+        ),
     ],
 )
 def test_the_apiserver_refuses_what_the_types_refuse(

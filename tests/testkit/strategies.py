@@ -87,6 +87,41 @@ def pod_templates(draw: st.DrawFn, container_name: str | None = None) -> dict[st
     return out
 
 
+quantities = st.sampled_from(["100m", "1", "0.5", "2Gi", "512Mi", "1e3", 1, 4])
+shared_sources = st.sampled_from(
+    [
+        {"persistentVolumeClaim": {"claimName": "training-logs"}},
+        {"hostPath": {"path": "/tmp/logs", "type": "DirectoryOrCreate"}},
+        {"nfs": {"server": "nfs.example.com", "path": "/exports/logs"}},
+    ]
+)
+
+
+@st.composite
+def tensorboards(draw: st.DrawFn, templates: list[dict[str, Any]]) -> v1beta1.TensorBoardSpec | None:
+    """None, or a TensorBoard whose logDir lies on a shared volume that this adds to one of
+    ``templates`` (changed in place: the generated templates mount no volume of their own)."""
+    if not draw(st.booleans()):
+        return None
+    spec = draw(st.sampled_from(templates))["spec"]
+    mount = draw(st.sampled_from(["/logs", "/mnt/shared/"]))
+    spec["volumes"] = [{"name": "tb-logs", **draw(shared_sources)}]
+    container = draw(st.sampled_from(spec["containers"]))
+    container["volumeMounts"] = [{"name": "tb-logs", "mountPath": mount}]
+    below = draw(st.sampled_from(["", "run", "runs/a-1"]))
+    resources = st.fixed_dictionaries(
+        {},
+        optional={
+            k: st.dictionaries(st.sampled_from(["cpu", "memory"]), quantities) for k in ("limits", "requests")
+        },
+    )
+    return v1beta1.TensorBoardSpec(
+        log_dir=mount.rstrip("/") + "/" + below if below else mount,
+        image=draw(optional(st.sampled_from(["tensorflow/tensorflow:2.18.0", "example.com/tb:1"]))),
+        resources=draw(optional(resources)),
+    )
+
+
 conditions = st.lists(
     st.builds(
         meta.Condition,
@@ -240,12 +275,14 @@ budgets = st.builds(
 @st.composite
 def hub_specs(draw: st.DrawFn) -> v1beta1.TrainingJobSpec:
     types = draw(replica_type_names())
+    templates = {t: draw(pod_templates()) for t in types}
+    tensorboard = draw(tensorboards(list(templates.values())))
     replica_specs = {
         t: v1beta1.ReplicaSpec(
             replicas=draw(st.integers(0, 4)),
             restart_policy=draw(optional(st.sampled_from(v1beta1.RestartPolicy))),
             port=draw(optional(st.integers(1, 65535))),
-            template=draw(pod_templates()),
+            template=templates[t],
         )
         for t in types
     }
@@ -301,6 +338,7 @@ def hub_specs(draw: st.DrawFn) -> v1beta1.TrainingJobSpec:
             termination_deadline_seconds=draw(optional(small)),
             image_pull_grace_seconds=draw(optional(small)),
         ),
+        tensorboard=tensorboard,
     )
 
 
@@ -354,6 +392,15 @@ def hub_statuses(draw: st.DrawFn, types: list[str]) -> v1beta1.TrainingJobStatus
             )
         ),
         observed_generation=draw(optional(small)),
+        tensorboard=draw(
+            optional(
+                st.builds(
+                    v1beta1.TensorBoardStatus,
+                    name=dns_label,
+                    address=dns_label.map(lambda n: f"http://{n}-tensorboard.default.svc:6006"),
+                )
+            )
+        ),
     )
 
 
@@ -375,12 +422,14 @@ SEED_TYPES = list(v1alpha1.trainingjob_types.SEED_ORDER)
 def alpha_jobs(draw: st.DrawFn) -> v1alpha1.TrainingJob:
     types = draw(st.lists(st.sampled_from(SEED_TYPES) | upper_word, min_size=1, max_size=4, unique=True))
     framework = draw(framework_names)
+    templates = {t: draw(pod_templates()) for t in types}
+    tensorboard = draw(tensorboards(list(templates.values())))
     specs = tuple(
         v1alpha1.ReplicaSpec(
             replica_type=t,
             replicas=draw(st.integers(0, 4)),
             port=draw(optional(st.integers(1, 65535))),
-            template=draw(pod_templates()),
+            template=templates[t],
         )
         for t in draw(st.permutations(types))
     )
@@ -414,6 +463,7 @@ def alpha_jobs(draw: st.DrawFn) -> v1alpha1.TrainingJob:
             termination_policy=chief,
             cleanup_pod_policy=draw(optional(st.sampled_from(v1beta1.CleanPodPolicy))),
             backend=backend,
+            tensorboard=tensorboard,
         ),
         status=status,
     )

@@ -40,6 +40,7 @@ class World:
         # Pods the scheduler (or a queue) holds back: the kubelets never see them.
         self.held: set[str] = set()
         self.queued = False  # the gang waits in a Kueue queue
+        self.tensorboards = 0  # TensorBoards created (its Service is seen at once)
         self.decisions: list[lifecycle.Decision] = []
         self._uids = itertools.count(1)
         self._placement = itertools.cycle(self.nodes)
@@ -58,6 +59,7 @@ class World:
         gone = [p for uid, p in self.tombstones.items() if uid not in live]
         return lifecycle.Input(
             name=self.name,
+            namespace=self.job.metadata.namespace or "default",
             generation=self.job.metadata.generation,
             spec=self.job.spec,
             status=self.status,
@@ -66,6 +68,7 @@ class World:
             now=self.now,
             refused=self.refused,
             queued=self.queued,
+            tensorboard=self.tensorboards > 0,
         )
 
     def reconcile(self) -> lifecycle.Decision:
@@ -94,6 +97,7 @@ class World:
         for d in decision.delete:
             self._delete(d)
         self.deleted_job = self.deleted_job or decision.delete_job
+        self.tensorboards += decision.tensorboard
         return decision
 
     def _create(self, key: str, index: int) -> None:

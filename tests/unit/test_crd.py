@@ -65,7 +65,10 @@ def nodes(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[st
 def test_the_schema_is_structural(generated: dict[str, Any], version: str) -> None:
     root = versions(generated)[version]["schema"]["openAPIV3Schema"]
     for path, node in nodes(root):
-        assert "type" in node, f"{path or '<root>'} has no type"
+        # A quantity is the one node without a type: an integer or a string (int-or-string).
+        assert "type" in node or node.get("x-kubernetes-int-or-string") is True, (
+            f"{path or '<root>'} has no type"
+        )
         assert not ({"properties", "additionalProperties"} <= node.keys()), path
         for key in node.get("required", []):
             assert key in node.get("properties", {}), f"{path}: required {key} is not a property"
