@@ -23,10 +23,14 @@ pytestmark = pytest.mark.usefixtures("running_operator")
 LINES = 6
 # First run of Master/0: three lines, then an exit its kubelet restarts in place (a marker on
 # an emptyDir survives the container). First pod of Worker/1: three lines, then SIGKILL's code,
-# which replaces the pod (a marker on the node's disk survives the pod).
+# which replaces the pod (a marker on the node's disk survives the pod). The others stay up until
+# the replacement has started: it joins their gang, which it could not do once they had finished.
 SCRIPT = f"""
 import os, pathlib, sys, time
 kind, index = os.environ["KUBETRAIN_REPLICA_TYPE"], os.environ["KUBETRAIN_REPLICA_INDEX"]
+started = pathlib.Path("/node/replacement-started")
+if (kind, index) == ("Worker", "1") and pathlib.Path("/node/replaced").exists():
+    started.touch()
 for i in range({LINES}):
     print(f"{{kind}}/{{index}} line {{i}}", flush=True)
     time.sleep(0.3)
@@ -34,6 +38,10 @@ for i in range({LINES}):
     if i == 2 and (kind, index) in (("Master", "0"), ("Worker", "1")) and not marker.exists():
         marker.touch()
         sys.exit(3 if kind == "Master" else 137)
+for _ in range(600):
+    if started.exists():
+        break
+    time.sleep(0.2)
 """
 
 
