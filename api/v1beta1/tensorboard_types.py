@@ -70,7 +70,7 @@ def _resource_errors(value: Mapping[str, Any] | None) -> Iterator[validation.Fie
     for key, amounts in value.items():
         path: validation.Path = ("resources", str(key))
         if key not in _AMOUNTS:
-            yield validation.FieldError(path=path, message="unknown field (expected limits or requests)")
+            yield validation.FieldError(path=path, message="unknown field")
         elif not isinstance(amounts, Mapping):
             yield validation.FieldError(
                 path=path, message=f"expected a map of resource quantities, got {wire.json_name(amounts)}"

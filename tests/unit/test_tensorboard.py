@@ -141,7 +141,7 @@ def test_the_tensorboard_needs_a_name_that_leaves_room_for_its_suffix() -> None:
 @pytest.mark.parametrize(
     ("resources", "expected"),
     [
-        ({"limit": {"cpu": "1"}}, "resources.limit: unknown field (expected limits or requests)"),
+        ({"limit": {"cpu": "1"}}, "resources.limit: unknown field"),
         ({"limits": ["cpu"]}, "resources.limits: expected a map of resource quantities, got array"),
         (
             {"limits": {"cpu": "1x"}},
