@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import pathlib
 import re
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
-from testkit import jobs, operator
+from testkit import jobs, kube, operator
 from testkit.kube import eventually
 from testkit.pods import example_job
 
@@ -268,22 +267,7 @@ def test_a_job_looked_for_in_the_wrong_namespace_names_the_namespace_looked_in(
 def test_no_cluster_is_an_error_naming_the_address(
     cluster: devcluster.Cluster, tmp_path: pathlib.Path
 ) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # closed once the block ends: nothing listens there
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{port}"}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "c",
-            }
-        )
-    )
+    kubeconfig, port = kube.unreachable_kubeconfig(tmp_path)
     argv = [sys.executable, "-P", "-m", "kubetrain.cli", "list", f"--kubeconfig={kubeconfig}"]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 1

@@ -8,13 +8,12 @@ namespace, no cluster behind a kubeconfig, a file that is not YAML — and its m
 from __future__ import annotations
 
 import pathlib
-import socket
 import time
 from collections.abc import Iterator
 
 import pytest
 import yaml
-from testkit import jobs, operator
+from testkit import jobs, kube, operator
 from testkit.kube import eventually
 from testkit.pods import example_job
 
@@ -145,22 +144,7 @@ def test_unknown_jobs_and_namespaces_are_named_in_the_error(kt: client.Client, n
 
 
 def test_no_cluster_is_reported_with_its_address(tmp_path: pathlib.Path) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # closed once the block ends: nothing listens there
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{port}"}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "c",
-            }
-        )
-    )
+    kubeconfig, port = kube.unreachable_kubeconfig(tmp_path)
     with pytest.raises(client.Unreachable) as e, client.connect(str(kubeconfig)) as c:
         c.get("anything")
     assert f"127.0.0.1:{port}" in str(e.value)

@@ -8,6 +8,9 @@ A cluster that cannot start errors every test with the reason: this tier never s
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
@@ -31,3 +34,12 @@ def running_operator(cluster: devcluster.Cluster) -> Iterator[None]:
     op = operator.start(cluster)
     yield
     op.stop()
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[str]:
+    """A fresh directory of this host that every real node sees, for a hostPath the pods share."""
+    path = tempfile.mkdtemp(prefix="kubetrain-tensorboard-")
+    os.chmod(path, 0o755)  # TensorBoard runs as 65532; the ranks write as root
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

@@ -11,17 +11,14 @@ hostPath in a fresh directory of this host, which every real node sees.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from testkit import jobs
+from testkit.http import answers, get
 from testkit.kube import eventually
 
 from kubetrain.devcluster import cluster as devcluster
@@ -31,28 +28,6 @@ pytestmark = pytest.mark.usefixtures("running_operator")
 
 RANKS = ["rank0", "rank1", "rank2"]
 STEPS = 200
-# Only what the test asks for: no proxy from the environment between this host and the pods.
-_HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-@pytest.fixture
-def shared_dir() -> Iterator[str]:
-    path = tempfile.mkdtemp(prefix="kubetrain-tensorboard-")
-    os.chmod(path, 0o755)  # TensorBoard runs as 65532; the ranks write as root
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def get(url: str) -> Any:
-    with _HTTP.open(url, timeout=10) as r:
-        return json.loads(r.read())
-
-
-def answers(url: str) -> Any:
-    try:
-        return get(url)
-    except OSError:
-        return None
 
 
 def tensorboard_pods(c: devcluster.Cluster, namespace: str, name: str) -> list[dict[str, Any]]:

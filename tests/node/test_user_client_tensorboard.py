@@ -3,40 +3,15 @@ TensorBoard the operator runs for a job, showing the runs its training wrote."""
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import tempfile
-import urllib.request
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
 from testkit import jobs
+from testkit.http import answers
 from testkit.kube import eventually
 
 from kubetrain import client
 from kubetrain.devcluster import cluster as devcluster
 
 pytestmark = pytest.mark.usefixtures("running_operator")
-
-_HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-@pytest.fixture
-def shared_dir() -> Iterator[str]:
-    path = tempfile.mkdtemp(prefix="kubetrain-tensorboard-")
-    os.chmod(path, 0o755)  # TensorBoard runs as 65532; the ranks write as root
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def answers(url: str) -> Any:
-    try:
-        with _HTTP.open(url, timeout=10) as r:
-            return json.loads(r.read())
-    except OSError:
-        return None
 
 
 def test_a_local_port_reaches_the_jobs_tensorboard_and_its_runs(

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pathlib
+import socket
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import kr8s
+import yaml
 from kr8s.objects import new_class
 
 from kubetrain.api import scheme, v1beta1
@@ -35,3 +38,24 @@ def eventually(what: str, probe: Callable[[], T | None], timeout: float = 30, in
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def unreachable_kubeconfig(directory: pathlib.Path) -> tuple[pathlib.Path, int]:
+    """A kubeconfig whose server is a local port nothing listens on, and that port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]  # closed once the block ends: nothing listens there
+    kubeconfig = directory / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{port}"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    return kubeconfig, port
