@@ -63,11 +63,12 @@ def test_unknown_fields_are_named_with_their_path(job: scheme.TrainingJob, data:
 
 
 FREE_FORM = {"template", "options", "labels", "annotations", "rdzvConf"}
-KEYED_BY_REPLICA_TYPE = ("replicaSpecs", "replicaStatuses")
+# Maps whose keys the user names: replica types, and resource names under tensorboard.resources.
+KEYED_BY_USER = ("replicaSpecs", "replicaStatuses", "limits", "requests")
 
 
 def _typed(path: tuple[Any, ...]) -> bool:
-    """Objects whose keys the API defines: not free-form JSON, and not maps keyed by replica type."""
+    """Objects whose keys the API defines: not free-form JSON, and not maps keyed by user names."""
     if any(k in FREE_FORM for k in path if isinstance(k, str)):
         return False
-    return not (path and path[-1] in KEYED_BY_REPLICA_TYPE)
+    return not (path and path[-1] in KEYED_BY_USER)
