@@ -24,11 +24,11 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from kubetrain import client
-from kubetrain.cli import cluster, describe, dev, errors, jobs, logs, tensorboard, tools, wait
+from kubetrain.cli import cluster, convert, describe, dev, errors, jobs, logs, tensorboard, tools, wait
 
 __all__ = ["main"]
 
-VERBS = (jobs, describe, logs, wait, tensorboard, tools, dev)
+VERBS = (jobs, describe, logs, wait, tensorboard, tools, convert, dev)
 
 
 class Parser(argparse.ArgumentParser):

@@ -92,6 +92,7 @@ def _render(args: argparse.Namespace) -> int:
     objects: list[dict[str, Any]] = []
     scheduler = scheduling.registry.get(args.gang_scheduler)
     for doc in documents.load(args.file):
+        _refuse_old_kind(doc, args.file)
         try:
             job = scheme.to_hub(scheme.decode(doc.data))
             objects.extend(render.render(job, registry.default().get(job.spec.framework.name), scheduler))
@@ -101,6 +102,18 @@ def _render(args: argparse.Namespace) -> int:
             raise doc.explain(validation.ValidationError.at(("spec", "framework", "name"), str(e))) from None
     _dump(objects, sys.stdout)
     return 0
+
+
+def _refuse_old_kind(doc: Any, file: str) -> None:
+    """An old operator's job is pointed to ``kubetrain convert`` instead of told its apiVersion is wrong."""
+    from kubetrain.convert import document
+
+    if isinstance(doc.data, dict) and document.kind_of(doc.data) is not None:
+        raise errors.CommandError(
+            f"{doc.where(('apiVersion',))}: {doc.data.get('apiVersion')} {doc.data.get('kind')} is an old "
+            "operator's kind, not a TrainingJob",
+            hint=f"kubetrain convert {file} writes it as one (then: kubetrain convert {file} | kubetrain render -)",
+        )
 
 
 def _dump(objects: list[dict[str, Any]], out: TextIO) -> None:

@@ -1,0 +1,74 @@
+"""``kubetrain convert``: an old operator's job file, written as TrainingJobs.
+
+``kubetrain convert FILE`` (``-``: standard input) reads every document of FILE — the first
+operators' TfJob, MXJob, Caffe2Job and ChainerJob as their documentation printed them,
+Kubeflow v1's kinds, MPI Operator's MPIJob, or a TrainingJob of either version — and prints
+v1beta1 TrainingJobs, ready for ``kubectl apply -f -``. Whatever a TrainingJob does not
+carry over is a ``warning: FILE:LINE: path: message`` line on standard error; input it
+cannot read is an error with its line and field path, and nothing is printed.
+``--to APIVERSION/KIND`` writes TrainingJobs back as an old kind, where it can express them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import yaml
+
+from kubetrain.cli import errors
+
+__all__ = ["register"]
+
+
+def register(sub: Any, _cluster_flags: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "convert", help="write an old operator's job (TFJob, PyTorchJob, MXJob, ...) as a TrainingJob"
+    )
+    p.add_argument("file", help="YAML with one or more jobs of an old kind, or TrainingJobs; - for stdin")
+    p.add_argument(
+        "--to",
+        metavar="APIVERSION/KIND",
+        help="instead, write TrainingJobs as this old kind, e.g. kubeflow.org/v1/PyTorchJob",
+    )
+    p.set_defaults(run=_convert)
+
+
+def _convert(args: argparse.Namespace) -> int:
+    from kubetrain.api import validation
+    from kubetrain.convert import document
+    from kubetrain.operator import documents
+
+    try:
+        docs = documents.load(args.file)
+    except documents.DocumentError as e:
+        raise errors.CommandError(str(e)) from None
+    out: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    for doc in docs:
+        try:
+            converted = document.convert(doc.data)
+            if args.to:
+                out.append(document.back(converted.job, *_target(args.to)))
+            else:
+                from kubetrain.api import scheme
+
+                out.append(scheme.encode(converted.job))
+        except validation.ValidationError as e:
+            raise errors.CommandError(str(doc.explain(e))) from None
+        warnings += [
+            f"warning: {doc.where(n.path)}: {validation.format_path(n.path)}: {n.message}"
+            for n in converted.notes
+        ]
+    for line in warnings:
+        print(line, file=sys.stderr)
+    yaml.safe_dump_all(out, sys.stdout, sort_keys=False, width=120)
+    return 0
+
+
+def _target(to: str) -> tuple[str, str]:
+    api_version, _, kind = to.rpartition("/")
+    if not api_version or not kind:
+        raise errors.CommandError(f"--to {to}: expected APIVERSION/KIND, e.g. kubeflow.org/v1/PyTorchJob")
+    return api_version, kind

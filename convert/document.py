@@ -1,0 +1,101 @@
+"""One document of any old kind in, one v1beta1 TrainingJob (and its notes) out.
+
+:func:`convert` picks the :class:`~kubetrain.convert.kinds.Kind` by apiVersion and kind —
+a TrainingJob of either version passes through, as v1beta1 — reads the document, and then
+checks the result exactly as admission would (:func:`kubetrain.operator.webhooks.admission.errors`),
+so what ``kubetrain convert`` prints is a job the cluster accepts. :func:`back` writes a
+TrainingJob as an old kind, where that kind can express it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from kubetrain.api import scheme, v1beta1, validation
+from kubetrain.convert import kinds, notes, reader
+
+__all__ = ["Converted", "KINDS", "back", "convert", "kind_of"]
+
+
+def _all_kinds() -> tuple[kinds.Kind, ...]:
+    from kubetrain.convert import caffe2job, chainerjob, kubeflow, mpijob, mxjob, tfjob
+
+    found: list[kinds.Kind] = []
+    for module in (tfjob, mxjob, caffe2job, chainerjob, kubeflow, mpijob):
+        for kind in module.KINDS:
+            for other in found:
+                clash = {(v, k) for v in kind.api_versions for k in (kind.kind, *kind.spellings)} & {
+                    (v, k) for v in other.api_versions for k in (other.kind, *other.spellings)
+                }
+                if clash:
+                    raise ValueError(f"{sorted(clash)} registered twice ({other.kind}, {kind.kind})")
+            found.append(kind)
+    return tuple(found)
+
+
+KINDS = _all_kinds()
+
+
+@attrs.frozen(kw_only=True)
+class Converted:
+    job: v1beta1.TrainingJob
+    notes: tuple[notes.Note, ...] = ()
+
+
+def kind_of(data: Mapping[str, Any]) -> kinds.Kind | None:
+    api_version, kind = data.get("apiVersion"), data.get("kind")
+    return next((k for k in KINDS if k.reads(str(api_version), str(kind))), None)
+
+
+def convert(data: Any) -> Converted:
+    """``data`` as a v1beta1 TrainingJob; bad input raises ValidationError with input paths."""
+    if not isinstance(data, Mapping):
+        raise validation.ValidationError.at((), f"expected an object, got {type(data).__name__}")
+    if data.get("apiVersion") in scheme.SERVED_VERSIONS:
+        return Converted(job=_admitted(scheme.convert_unstructured(data, v1beta1.API_VERSION)))
+    kind = kind_of(data)
+    if kind is None:
+        raise validation.ValidationError.at(("apiVersion",), _unknown(data))
+    findings = reader.Findings()
+    doc = reader.Reader(data, (), findings)
+    doc.take("apiVersion")
+    doc.take("kind")
+    out = kind.to_job(doc)
+    doc.finish()
+    findings.check()
+    return Converted(job=_admitted(out), notes=tuple(findings.notes))
+
+
+def back(job: v1beta1.TrainingJob, api_version: str, kind: str) -> dict[str, Any]:
+    """``job`` written as the old ``kind``; raises Inexpressible where that kind cannot hold it."""
+    found = next((k for k in KINDS if k.reads(api_version, kind)), None)
+    if found is None or found.from_job is None:
+        raise validation.ValidationError.at((), f"cannot write {api_version} {kind}")
+    out = found.from_job(job)
+    out["apiVersion"] = api_version
+    return out
+
+
+def _admitted(doc: dict[str, Any]) -> v1beta1.TrainingJob:
+    from kubetrain.operator.webhooks import admission
+
+    found = admission.errors(doc, None)
+    if found:
+        # The input converted, but the job would be refused: say so in the TrainingJob's terms.
+        raise validation.ValidationError(
+            attrs.evolve(e, message=f"{e.message} (in the converted TrainingJob)") for e in found
+        )
+    job = scheme.to_hub(scheme.decode(doc))
+    assert isinstance(job, v1beta1.TrainingJob)
+    return job
+
+
+def _unknown(data: Mapping[str, Any]) -> str:
+    known = sorted({f"{v} {k.kind}" for k in KINDS for v in k.api_versions})
+    return (
+        f"{data.get('apiVersion')!r} {data.get('kind')!r} is not a kind kubetrain converts; "
+        f"it reads TrainingJob and: {', '.join(known)}"
+    )
