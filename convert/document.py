@@ -17,7 +17,7 @@ import attrs
 from kubetrain.api import scheme, v1beta1, validation
 from kubetrain.convert import kinds, notes, reader
 
-__all__ = ["Converted", "KINDS", "back", "convert", "kind_of"]
+__all__ = ["KINDS", "Converted", "back", "convert", "kind_of"]
 
 
 def _all_kinds() -> tuple[kinds.Kind, ...]:
