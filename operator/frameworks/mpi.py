@@ -36,7 +36,11 @@ Env of the main container (``mpi`` / ``chainer``, else the only container):
   (workers are reached by their Service names, which must not be cut to the first label),
   ``OMPI_MCA_btl_tcp_if_exclude=lo,docker0``; for Intel MPI ``I_MPI_HYDRA_HOST_FILE``;
   for MPICH ``HYDRA_HOST_FILE``. These are Open MPI 4 (ORTE) names; Open MPI 5 reads
-  ``PRTE_MCA_*`` instead, so pass ``--hostfile`` there.
+  ``PRTE_MCA_*`` instead, so pass ``--hostfile`` there;
+- a launcher that requests no GPU: ``NVIDIA_VISIBLE_DEVICES`` and
+  ``NVIDIA_DRIVER_CAPABILITIES`` empty, as Kubeflow's MPIJob sets them, so that an image
+  whose own env says ``all`` (CUDA images do) is not handed the node's GPUs by the NVIDIA
+  runtime, which other pods asked for.
 
 Workers get no rank, size or address: ``mpirun`` starts their processes over ssh and
 hands each its rank itself.
@@ -107,6 +111,9 @@ _LAUNCHER_ENV: Mapping[str, Mapping[str, str]] = {
     INTEL: {"I_MPI_HYDRA_HOST_FILE": HOSTFILE},
     MPICH: {"HYDRA_HOST_FILE": HOSTFILE},
 }
+
+# Empty, the NVIDIA container runtime hands a container no GPU, whatever its image's env says.
+_NO_GPUS: Mapping[str, str] = {"NVIDIA_VISIBLE_DEVICES": "", "NVIDIA_DRIVER_CAPABILITIES": ""}
 
 # Host keys belong to the image, and a read-only ~/.ssh cannot learn them: do not check
 # them. ConnectionAttempts (one a second) bridges a worker whose sshd is still starting.
@@ -200,7 +207,11 @@ def _files(flavour: _Flavour, world: framework.World) -> Mapping[str, str]:
 def _env(flavour: _Flavour, world: framework.World, replica: framework.Replica) -> Mapping[str, str]:
     if replica.type.lower() != flavour.launcher.lower():
         return {ROLE: "worker"}
-    return {ROLE: "launcher", **_LAUNCHER_ENV[implementation(world.job)]}
+    env = {ROLE: "launcher", **_LAUNCHER_ENV[implementation(world.job)]}
+    main = framework.main_container(replica.spec.template, flavour.container) or {}
+    if not framework.gpus_requested(main):
+        env.update(_NO_GPUS)
+    return env
 
 
 def ssh_files(world: framework.World) -> Mapping[str, str]:

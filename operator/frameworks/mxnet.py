@@ -16,6 +16,8 @@ that ``local`` mode validates; ``dist`` mode then requires it. Every main contai
 - ``DMLC_NUM_SERVER``, ``DMLC_NUM_WORKER``: the Servers and Workers of the job;
 - ``DMLC_USE_KUBERNETES=1``: ps-lite's scheduler then binds 0.0.0.0 instead of resolving
   its own Service name, which fails before the Service has an endpoint;
+- ``DMLC_WORKER_ID``, on Workers only: the Worker's index, which BytePS reads (as Kubeflow's
+  MXJob sets it);
 - ``MX_CONFIG``, the JSON of Kubeflow's MXJob::
 
       {"cluster": {"scheduler": [{"url": "j-scheduler-0.ns.svc", "port": 9091}],
@@ -92,6 +94,8 @@ def _env(world: framework.World, replica: framework.Replica) -> Mapping[str, str
             "MX_CONFIG": json.dumps(mx_config(world, replica), separators=(",", ":")),
         }
     )
+    if replica.type.lower() == WORKER.lower():
+        env["DMLC_WORKER_ID"] = str(replica.index)
     return env
 
 

@@ -94,6 +94,10 @@ def test_discover_hosts_prints_host_colon_slots(tmp_path: pathlib.Path) -> None:
 # --- env ------------------------------------------------------------------------------------
 
 
+# What Kubeflow's MPIJob gives a launcher that asks for no GPU: the NVIDIA runtime then hands it none.
+NO_GPUS = {"NVIDIA_VISIBLE_DEVICES": "", "NVIDIA_DRIVER_CAPABILITIES": ""}
+
+
 @pytest.mark.parametrize(
     ("impl", "expected"),
     [
@@ -105,10 +109,14 @@ def test_discover_hosts_prints_host_colon_slots(tmp_path: pathlib.Path) -> None:
                 "OMPI_MCA_plm_rsh_agent": "ssh",
                 "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
                 "OMPI_MCA_btl_tcp_if_exclude": "lo,docker0",
+                **NO_GPUS,
             },
         ),
-        ("Intel", {"K_MPI_JOB_ROLE": "launcher", "I_MPI_HYDRA_HOST_FILE": "/etc/kubetrain/hostfile"}),
-        ("MPICH", {"K_MPI_JOB_ROLE": "launcher", "HYDRA_HOST_FILE": "/etc/kubetrain/hostfile"}),
+        (
+            "Intel",
+            {"K_MPI_JOB_ROLE": "launcher", "I_MPI_HYDRA_HOST_FILE": "/etc/kubetrain/hostfile", **NO_GPUS},
+        ),
+        ("MPICH", {"K_MPI_JOB_ROLE": "launcher", "HYDRA_HOST_FILE": "/etc/kubetrain/hostfile", **NO_GPUS}),
     ],
 )
 def test_launcher_env_per_implementation(impl: str | None, expected: dict[str, str]) -> None:
@@ -117,6 +125,34 @@ def test_launcher_env_per_implementation(impl: str | None, expected: dict[str, s
     assert env["hv-launcher-0"] == expected
     # Workers need no rank: mpirun assigns ranks to the processes it starts over ssh.
     assert env["hv-worker-0"] == env["hv-worker-1"] == {"K_MPI_JOB_ROLE": "worker"}
+
+
+def test_a_launcher_that_asks_for_gpus_keeps_them() -> None:
+    job = (
+        a_job("hv")
+        .framework("mpi")
+        .replicas("Launcher", 1, tmpl=gpus("mpi", 1))
+        .replicas("Worker", 1)
+        .build()
+    )
+    assert not set(NO_GPUS) & set(envs(job)["hv-launcher-0"])
+
+
+def test_a_chainer_master_without_gpus_is_hidden_the_nodes_gpus_too() -> None:
+    job = (
+        a_job("cj").framework("chainer").replicas("Master", 1).replicas("Worker", 1, tmpl=gpus("chainer", 2))
+    )
+    env = envs(job.build(), mpi.CHAINER)
+    assert NO_GPUS.items() <= env["cj-master-0"].items()
+    assert not set(NO_GPUS) & set(env["cj-worker-0"])
+
+
+def test_a_users_own_gpu_visibility_is_kept() -> None:
+    tmpl = template(container("mpi", env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "0"}]))
+    job = a_job("hv").framework("mpi").replicas("Launcher", 1, tmpl=tmpl).replicas("Worker", 1).build()
+    env = envs(job)["hv-launcher-0"]
+    assert env["NVIDIA_VISIBLE_DEVICES"] == "0"
+    assert env["NVIDIA_DRIVER_CAPABILITIES"] == ""
 
 
 def test_hostfile_env_names_the_mounted_file() -> None:

@@ -55,6 +55,17 @@ def test_every_replica_learns_its_role_and_the_scheduler() -> None:
         assert env[name]["DMLC_USE_KUBERNETES"] == "1"
 
 
+def test_workers_learn_their_byteps_worker_id_and_nobody_else_does() -> None:
+    env = envs(dist())
+    assert {name: e.get("DMLC_WORKER_ID") for name, e in env.items()} == {
+        "mx-scheduler-0": None,
+        "mx-server-0": None,
+        "mx-server-1": None,
+        "mx-worker-0": "0",
+        "mx-worker-1": "1",
+    }
+
+
 def test_mx_config_lists_the_cluster_and_the_task() -> None:
     config = json.loads(envs(dist())["mx-worker-1"]["MX_CONFIG"])
     assert config == {
