@@ -66,6 +66,15 @@ def _version(cls: type, *, storage: bool, deprecation: str | None = None) -> dic
         out["deprecationWarning"] = deprecation
     out["schema"] = {"openAPIV3Schema": root}
     out["subresources"] = {"status": {}}
+    if cls is v1beta1.TrainingJob:
+        # `kubectl scale` and a HorizontalPodAutoscaler change the Worker count of an elastic
+        # PyTorch job (CEL keeps it within the elastic bounds, and other jobs' counts fixed).
+        # v1alpha1 cannot have it: its replica types are a list, and scale paths take no index.
+        out["subresources"]["scale"] = {
+            "specReplicasPath": ".spec.replicaSpecs.Worker.replicas",
+            "statusReplicasPath": ".status.replicaStatuses.Worker.active",
+            "labelSelectorPath": ".status.replicaStatuses.Worker.selector",
+        }
     # Both versions show the same columns: status has one shape in every version.
     out["additionalPrinterColumns"] = [dict(c) for c in v1beta1.TrainingJob.printer_columns]
     return out

@@ -132,7 +132,7 @@ class Defaults:
             containers[key] = main["name"] if main is not None else fw.container
         return cls(
             restart_policy=fw.restart_policy,
-            restart_scope=fw.restart_scope,
+            restart_scope=fw.restart_scope_of(spec),
             success=fw.success(spec),
             containers=containers,
             start_after={

@@ -54,6 +54,7 @@ from kubetrain.operator import (
 )
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.frameworks import registry as fw_registry
+from kubetrain.operator.policies import cleanup
 from kubetrain.operator.runtime import cache, client, events, informer, metrics
 from kubetrain.operator.runtime import reconcile as rec
 from kubetrain.operator.scheduling import backend, registry
@@ -139,8 +140,9 @@ class TrainingJobReconciler:
             await self._create_tensorboard(job)
         # Let a queue release the quota of a finished job's pods.
         await self._release_quota(job, decision.status)
-        # Delete what the step let go of.
+        # Delete what the step let go of, and the Services of replicas scaled away.
         await self._delete(job, decision.delete)
+        await self._delete_surplus_services(job)
         # Expire a finished job.
         if decision.delete_job:
             await self._delete_job(job)
@@ -403,6 +405,16 @@ class TrainingJobReconciler:
                     client.PODS, d.pod, job.metadata.namespace, d.uid or None, grace=0 if d.force else None
                 )
                 for d in deletes
+            )
+        )
+
+    async def _delete_surplus_services(self, job: v1beta1.TrainingJob) -> None:
+        owned = self.services.store.by_index("owner", f"{job.metadata.namespace}/{job.metadata.name}")
+        names = cleanup.surplus_services(job.spec, owned)
+        await asyncio.gather(
+            *(
+                self._delete_exactly(client.CHILDREN["Service"], n, job.metadata.namespace, None)
+                for n in names
             )
         )
 

@@ -162,6 +162,19 @@ class RunPolicy:
 _UNIQUE_TYPES = "types must differ in more than letter case"
 
 
+_ELASTIC_CEL = "(has(self.framework.pytorch) && has(self.framework.pytorch.elastic))"
+_WORKERS_CEL = "(has(self.replicaSpecs['Worker'].replicas) ? self.replicaSpecs['Worker'].replicas : 1)"
+_REPLICAS_CEL = "(has({s}.replicaSpecs[k].replicas) ? {s}.replicaSpecs[k].replicas : 1)"
+_SUSPENDED_CEL = "(has({s}.runPolicy) && has({s}.runPolicy.suspend) && {s}.runPolicy.suspend)"
+_ELASTIC_BOUNDS = (
+    "an elastic job's Worker replicas must lie between framework.pytorch.elastic.minReplicas and maxReplicas"
+)
+# A world of fixed size cannot take a new member: its ranks were told the size when they started.
+FIXED_COUNTS = (
+    "replicas change only while the job is suspended, or in an elastic job (framework.pytorch.elastic)"
+)
+
+
 @attrs.frozen(kw_only=True, field_transformer=schema.validated)
 class TrainingJobSpec:
     """The desired training job."""
@@ -203,6 +216,20 @@ class TrainingJobSpec:
             " !has(r.replicaTypes) || r.replicaTypes.all(t, t in self.replicaSpecs))",
             message="failurePolicy.rules[].replicaTypes must name replica types of this job",
             field_path=".failurePolicy.rules",
+        ),
+        schema.Rule(
+            cel=f"!{_ELASTIC_CEL} || !('Worker' in self.replicaSpecs) || ({_WORKERS_CEL}"
+            f" >= self.framework.pytorch.elastic.minReplicas && {_WORKERS_CEL}"
+            " <= self.framework.pytorch.elastic.maxReplicas)",
+            message=_ELASTIC_BOUNDS,
+            field_path=".replicaSpecs",
+        ),
+        schema.Rule(
+            cel=f"{_ELASTIC_CEL} || {_SUSPENDED_CEL.format(s='self')} || {_SUSPENDED_CEL.format(s='oldSelf')}"
+            " || self.replicaSpecs.all(k, !(k in oldSelf.replicaSpecs)"
+            f" || {_REPLICAS_CEL.format(s='self')} == {_REPLICAS_CEL.format(s='oldSelf')})",
+            message=FIXED_COUNTS,
+            field_path=".replicaSpecs",
         ),
         schema.Rule(
             cel="!(has(self.runPolicy) && has(self.runPolicy.backoffLimit) && has(self.failurePolicy)"
@@ -251,6 +278,17 @@ class TrainingJobSpec:
             yield validation.FieldError(
                 path=("runPolicy", "backoffLimit"),
                 message="set runPolicy.backoffLimit or failurePolicy.budgets.userCode.limit, not both",
+            )
+        elastic = self.framework.pytorch.elastic if self.framework.pytorch is not None else None
+        workers = self.replica_specs.get("Worker")
+        if (
+            elastic is not None
+            and workers is not None
+            and not elastic.min_replicas <= workers.replicas <= elastic.max_replicas
+        ):
+            yield validation.FieldError(
+                path=("replicaSpecs", "Worker", "replicas"),
+                message=f"{_ELASTIC_BOUNDS} ({elastic.min_replicas}..{elastic.max_replicas})",
             )
         if self.tensorboard is not None:  # no CEL twin: templates are free-form JSON to the CRD
             yield from tensorboard_types.log_dir_errors(

@@ -135,6 +135,12 @@ class Framework:
     # the reconciler creates it only when missing and never updates it, so a job keeps its first.
     secret: Callable[[World], Mapping[str, str]] | None = None
     secret_mount: str = "/root/.ssh"
+    # The restart scope of one job, where the job's options change it (elastic PyTorch restarts
+    # a pod, not the world); ``restart_scope`` when not given.
+    scope: Callable[[v1beta1.TrainingJobSpec], v1beta1.RestartScope] | None = None
+
+    def restart_scope_of(self, spec: v1beta1.TrainingJobSpec) -> v1beta1.RestartScope:
+        return self.scope(spec) if self.scope is not None else self.restart_scope
 
     def starts_late(self, key: str) -> bool:
         """Whether pods of replica type ``key`` are created only once others are ready."""

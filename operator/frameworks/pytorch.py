@@ -15,6 +15,13 @@ workers follow. Each main container (``pytorch``) gets:
 
 Processes per node come from ``nprocPerNode``, else the GPUs the container requests,
 else 1. DDP hangs when one rank dies, so a restart recreates the whole job by default.
+
+An elastic job is Workers only, between ``minReplicas`` and ``maxReplicas``, and its worker
+count is what the TrainingJob's ``scale`` subresource changes (``kubectl scale``, a
+HorizontalPodAutoscaler). torchrun re-forms the world when a node joins or leaves, so a
+failed worker is replaced alone (restart scope ``Pod``) while the others carry on. A node
+leaving costs the remaining agents one of their ``maxRestarts`` (a node joining costs
+nothing), hence a generous default of :data:`ELASTIC_MAX_RESTARTS`.
 """
 
 from collections.abc import Iterator, Mapping
@@ -22,7 +29,13 @@ from collections.abc import Iterator, Mapping
 from kubetrain.api import v1beta1, validation
 from kubetrain.operator.frameworks import framework
 
-__all__ = ["FRAMEWORK", "nproc_per_node"]
+__all__ = ["ELASTIC_MAX_RESTARTS", "FRAMEWORK", "WORKER", "nproc_per_node"]
+
+# torchrun --max-restarts of an elastic job that does not say: each scale-down or lost node
+# spends one on every remaining agent, and a long job is scaled many times.
+ELASTIC_MAX_RESTARTS = 100
+# The replica type the scale subresource reads and writes (spec.replicaSpecs.Worker.replicas).
+WORKER = "Worker"
 
 
 def nproc_per_node(world: framework.World, replica: framework.Replica) -> str:
@@ -67,8 +80,8 @@ def _env(world: framework.World, replica: framework.Replica) -> Mapping[str, str
         )
         if elastic.rdzv_conf:
             env["PET_RDZV_CONF"] = ",".join(f"{k}={v}" for k, v in sorted(elastic.rdzv_conf.items()))
-        if elastic.max_restarts is not None:
-            env["PET_MAX_RESTARTS"] = str(elastic.max_restarts)
+        restarts = ELASTIC_MAX_RESTARTS if elastic.max_restarts is None else elastic.max_restarts
+        env["PET_MAX_RESTARTS"] = str(restarts)
         # Ranks come from the rendezvous: torchrun ignores (and warns about) a fixed node rank.
         del env["PET_NODE_RANK"]
     return env
@@ -86,6 +99,31 @@ def _rules(job: v1beta1.TrainingJob) -> Iterator[validation.FieldError]:
         yield validation.FieldError(
             path=("spec", "replicaSpecs"), message="pytorch needs a Master or a Worker"
         )
+    yield from _elastic_rules(job.spec)
+
+
+def _elastic_rules(spec: v1beta1.TrainingJobSpec) -> Iterator[validation.FieldError]:
+    # Its worker count between the bounds is a rule of the API (TrainingJobSpec), with a CEL
+    # twin, since the scale subresource's writes reach no webhook.
+    if _elastic(spec) is None:
+        return
+    for key in spec.replica_specs:
+        if key != WORKER:
+            yield validation.FieldError(
+                path=("spec", "replicaSpecs", key),
+                message=f"an elastic job has only {WORKER} replicas (spelled so: the scale subresource "
+                f"reads spec.replicaSpecs.{WORKER}.replicas), and the rendezvous assigns ranks",
+            )
+
+
+def _elastic(spec: v1beta1.TrainingJobSpec) -> v1beta1.ElasticPolicy | None:
+    options = spec.framework.pytorch
+    return options.elastic if options is not None else None
+
+
+def _scope(spec: v1beta1.TrainingJobSpec) -> v1beta1.RestartScope:
+    # The others re-form the world without the lost node, so only that pod is replaced.
+    return v1beta1.RestartScope.JOB if _elastic(spec) is None else v1beta1.RestartScope.POD
 
 
 FRAMEWORK = framework.Framework(
@@ -102,4 +140,5 @@ FRAMEWORK = framework.Framework(
     success=_success,
     env=_env,
     extra_rules=_rules,
+    scope=_scope,
 )

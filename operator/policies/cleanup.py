@@ -1,18 +1,23 @@
-"""``cleanPodPolicy``: which pods are deleted when the job finishes.
+"""``cleanPodPolicy``: which pods are deleted when the job finishes; and Services let go.
 
 ``Running`` (the default) stops the pods still pending or running and keeps the
 finished ones for their logs; ``All`` deletes every pod; ``None`` keeps everything,
 running pods included (for debugging).
+
+A replica's Service lives as long as the replica: when an elastic job is scaled down,
+:func:`surplus_services` names the Services of the workers it no longer has (their pods
+are surplus to the lifecycle, and deleted there).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from kubetrain.api import v1beta1
-from kubetrain.operator import observed
+from kubetrain.operator import naming, observed
 
-__all__ = ["DEFAULT", "to_delete"]
+__all__ = ["DEFAULT", "surplus_services", "to_delete"]
 
 DEFAULT = v1beta1.CleanPodPolicy.RUNNING
 
@@ -26,3 +31,20 @@ def to_delete(policy: v1beta1.CleanPodPolicy | None, pods: Iterable[observed.Pod
     if policy is v1beta1.CleanPodPolicy.ALL:
         return live
     return [p for p in live if not p.finished]
+
+
+def surplus_services(spec: v1beta1.TrainingJobSpec, services: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Names of the job's replica Services past its replica counts (a scale-down)."""
+    counts = {k.lower(): s.replicas for k, s in spec.replica_specs.items()}
+    out = []
+    for service in services:
+        labels = service["metadata"].get("labels") or {}
+        replica_type, index = labels.get(naming.REPLICA_TYPE), labels.get(naming.REPLICA_INDEX)
+        if (
+            replica_type in counts
+            and index is not None
+            and index.isdigit()
+            and int(index) >= counts[replica_type]
+        ):
+            out.append(service["metadata"]["name"])
+    return sorted(out)

@@ -11,7 +11,8 @@ why a new attempt gets a new gang rather than an edited one.
 ``minCount`` is ``schedulingPolicy.minAvailable`` when set, else every pod of the gang — less
 the replicas a framework starts only once others are ready (MPI's launcher): waiting for them
 to be placed together with the pods they wait for would deadlock, so they join the placed
-gang afterwards.
+gang afterwards. An elastic PyTorch job trains with ``minReplicas`` nodes, so that is all its
+gang waits for; workers added by scaling join the placed gang, as replacements do.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def of_attempts(job: v1beta1.TrainingJob, late: Mapping[str, bool] | None = None
         keys = [k for k, a in attempts.items() if a == attempt]
         first_wave = sum(job.spec.replica_specs[k].replicas for k in keys if not late.get(k))
         size = first_wave or sum(job.spec.replica_specs[k].replicas for k in keys)
-        wanted = policy.min_available if policy.min_available is not None else size
+        wanted = policy.min_available if policy.min_available is not None else _fewest(job, size)
         gangs[attempt] = Gang(
             job=job.metadata.name or "",
             namespace=job.metadata.namespace or "default",
@@ -70,3 +71,10 @@ def of_attempts(job: v1beta1.TrainingJob, late: Mapping[str, bool] | None = None
             timeout_seconds=policy.schedule_timeout_seconds,
         )
     return {key: gangs[a] for key, a in attempts.items()}
+
+
+def _fewest(job: v1beta1.TrainingJob, size: int) -> int:
+    """The fewest pods the job trains with: ``minReplicas`` of an elastic job, else all."""
+    options = job.spec.framework.pytorch
+    elastic = options.elastic if options is not None else None
+    return size if elastic is None else min(size, elastic.min_replicas)

@@ -139,6 +139,13 @@ def _changed_immutables(
         )
     if a.run_policy.suspend or b.run_policy.suspend:
         return
+    if b.framework.pytorch is None or b.framework.pytorch.elastic is None:
+        for key in sorted(set(a.replica_specs) & set(b.replica_specs)):
+            if a.replica_specs[key].replicas != b.replica_specs[key].replicas:
+                yield validation.FieldError(
+                    path=("spec", "replicaSpecs", key, "replicas"),
+                    message=v1beta1.trainingjob_types.FIXED_COUNTS,
+                )
     if conditions.is_true(old.status.conditions, v1beta1.ConditionType.REPLICA_FAILURE):
         return  # its pods are refused: the user may mend the templates
     for key in sorted(set(a.replica_specs) & set(b.replica_specs)):

@@ -59,7 +59,10 @@ def test_watch_sees_every_change(kube: kr8s.Api, namespace: str) -> None:
     k.create_job(kube, job_named("watched", namespace))
     ready.wait(15)
     job = k.TrainingJob.get("watched", namespace=namespace, api=kube)
-    job.patch({"spec": {"replicaSpecs": {"Worker": {"replicas": 5}}}}, type="merge")
+    # Suspended, since a running fixed-size job's counts are fixed (tests/integration/test_scale.py).
+    job.patch(
+        {"spec": {"runPolicy": {"suspend": True}, "replicaSpecs": {"Worker": {"replicas": 5}}}}, type="merge"
+    )
     job.delete()
     thread.join(30)
     assert seen == [("ADDED", 2), ("MODIFIED", 5), ("DELETED", 5)]

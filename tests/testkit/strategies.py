@@ -286,6 +286,12 @@ def hub_specs(draw: st.DrawFn) -> v1beta1.TrainingJobSpec:
         )
         for t in types
     }
+    framework = draw(framework_specs())
+    elastic = framework.pytorch.elastic if framework.pytorch is not None else None
+    if elastic is not None and "Worker" in replica_specs:
+        # The API keeps an elastic job's workers within its bounds.
+        workers = draw(st.integers(elastic.min_replicas, elastic.max_replicas))
+        replica_specs["Worker"] = attrs.evolve(replica_specs["Worker"], replicas=workers)
     user_budget = draw(budgets)
     backoff_limit = None if user_budget.limit is not None else draw(optional(small))
     targetable = [(t, s.replicas) for t, s in replica_specs.items()]
@@ -297,7 +303,7 @@ def hub_specs(draw: st.DrawFn) -> v1beta1.TrainingJobSpec:
         )
     )
     return v1beta1.TrainingJobSpec(
-        framework=draw(framework_specs()),
+        framework=framework,
         runtime_id=draw(optional(runtime_id)),
         replica_specs=replica_specs,
         run_policy=v1beta1.RunPolicy(

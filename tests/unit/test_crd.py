@@ -39,7 +39,17 @@ def test_names_and_status_subresource(generated: dict[str, Any]) -> None:
     assert names["shortNames"] == ["tj"]
     assert names["categories"] == ["kubetrain"]
     assert generated["metadata"]["name"] == "trainingjobs.training.kubetrain.dev"
-    assert all(v["subresources"] == {"status": {}} for v in versions(generated).values())
+    served = versions(generated)
+    assert served["v1alpha1"]["subresources"] == {"status": {}}
+    # Only v1beta1 can scale: v1alpha1's replica types are a list, and scale paths take no index.
+    assert served["v1beta1"]["subresources"] == {
+        "status": {},
+        "scale": {
+            "specReplicasPath": ".spec.replicaSpecs.Worker.replicas",
+            "statusReplicasPath": ".status.replicaStatuses.Worker.active",
+            "labelSelectorPath": ".status.replicaStatuses.Worker.selector",
+        },
+    }
 
 
 def test_the_state_column_reads_the_derived_state_not_the_last_condition(generated: dict[str, Any]) -> None:

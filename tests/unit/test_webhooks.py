@@ -89,7 +89,15 @@ def test_immutable_fields_stay_put_and_templates_change_only_while_suspended() -
     old = hub()
     scaled = copy.deepcopy(old)
     scaled["spec"]["replicaSpecs"]["Worker"]["replicas"] = 4
-    assert admit(scaled, old)["allowed"], "scaling is allowed"
+    # Its ranks were told the world's size: a running fixed-size job cannot take a new member.
+    assert admit(scaled, old)["status"]["message"] == (
+        "spec.replicaSpecs.Worker.replicas: replicas change only while the job is suspended, "
+        "or in an elastic job (framework.pytorch.elastic)"
+    )
+    suspended_scaled = hub(run_policy=v1beta1.RunPolicy(suspend=True))
+    grown = copy.deepcopy(suspended_scaled)
+    grown["spec"]["replicaSpecs"]["Worker"]["replicas"] = 4
+    assert admit(grown, suspended_scaled)["allowed"], "a suspended job restarts at its new size"
     changed = copy.deepcopy(old)
     changed["spec"]["framework"]["name"] = "pytorch"
     changed["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["image"] = "other"
