@@ -12,6 +12,7 @@ cannot read is an error with its line and field path, and nothing is printed.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import Any
 
@@ -54,7 +55,8 @@ def _convert(args: argparse.Namespace) -> int:
             else:
                 from kubetrain.api import scheme
 
-                out.append(scheme.encode(converted.job))
+                # Plain JSON data: the encoded job holds enums, which YAML's safe dumper refuses.
+                out.append(json.loads(json.dumps(scheme.encode(converted.job))))
         except validation.ValidationError as e:
             raise errors.CommandError(str(doc.explain(e))) from None
         warnings += [
