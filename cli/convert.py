@@ -65,8 +65,20 @@ def _convert(args: argparse.Namespace) -> int:
         ]
     for line in warnings:
         print(line, file=sys.stderr)
-    yaml.safe_dump_all(out, sys.stdout, sort_keys=False, width=120)
+    yaml.dump_all(out, sys.stdout, Dumper=_Dumper, sort_keys=False, width=120)
     return 0
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (a shell script in a command) as literal blocks, as people write them."""
+
+    def represent_str(self, data: str) -> yaml.ScalarNode:
+        if "\n" in data:
+            return self.represent_scalar("tag:yaml.org,2002:str", data, style="|")
+        return super().represent_str(data)
+
+
+_Dumper.add_representer(str, _Dumper.represent_str)
 
 
 def _target(to: str) -> tuple[str, str]:
