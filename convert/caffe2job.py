@@ -148,7 +148,8 @@ def _workers(r: reader.Reader, job: str) -> seeds.Replica | None:
         r.findings.note(
             (*path, "spec", "hostNetwork"),
             "kept, though no longer needed: the operator created no Services, so workers met over the "
-            f"hosts' network; kubetrain gives each worker a headless Service ({job}-worker-{{i}})",
+            f"hosts' network; kubetrain gives each worker a headless Service ({job}-worker-{{i}}), and "
+            f"on the host network its port {_FW.port} is the node's, so two workers cannot share a node",
         )
     return seeds.Replica(type="Worker", path=r.path, replicas=count, port=None, template=template)
 

@@ -4,7 +4,7 @@ Three forks of the TfJob operator served it, each with its own defaults:
 
 | apiVersion | kind | port field (default) | type default | decided by (default) |
 | --- | --- | --- | --- | --- |
-| ``mxnet.mlkube.io/v1beta1`` (deepinsight) | ``MxJob`` | ``PsRootPort`` (9091) | WORKER | SCHEDULER in ``dist``, WORKER in ``local`` |
+| ``mxnet.mlkube.io/v1beta1``, in its examples ``mlkube.io/v1beta1`` (deepinsight) | ``MxJob`` | ``PsRootPort`` (9091) | WORKER | SCHEDULER in ``dist``, WORKER in ``local`` |
 | ``fioravanzo.org/v1alpha1`` (the MXNet operator README) | ``MXJob`` | ``mxPort`` (9000) | SCHEDULER | ``terminationPolicy.chief`` (SCHEDULER 0) |
 | ``kubeflow.org/v1alpha1`` | ``MXJob`` | ``PsRootPort`` (9091) | WORKER | ``terminationPolicy.chief`` (WORKER 0) |
 
@@ -53,7 +53,7 @@ def _by_mode(mode: str) -> Chief:
 
 @attrs.frozen(kw_only=True)
 class _Version:
-    api_version: str
+    api_versions: tuple[str, ...]  # the first is the one its operator registered
     kind: str
     port_key: str
     default_port: int
@@ -68,7 +68,7 @@ class _Version:
 
 
 _DEEPINSIGHT = _Version(
-    api_version="mxnet.mlkube.io/v1beta1",
+    api_versions=("mxnet.mlkube.io/v1beta1", "mlkube.io/v1beta1"),
     kind="MxJob",
     port_key="PsRootPort",
     default_port=9091,
@@ -82,7 +82,7 @@ _DEEPINSIGHT = _Version(
     ps_verbose=False,
 )
 _FIORAVANZO = _Version(
-    api_version="fioravanzo.org/v1alpha1",
+    api_versions=("fioravanzo.org/v1alpha1",),
     kind="MXJob",
     port_key="mxPort",
     default_port=9000,
@@ -96,7 +96,7 @@ _FIORAVANZO = _Version(
     ps_verbose=True,
 )
 _KUBEFLOW = _Version(
-    api_version="kubeflow.org/v1alpha1",
+    api_versions=("kubeflow.org/v1alpha1",),
     kind="MXJob",
     port_key="PsRootPort",
     default_port=9091,
@@ -221,7 +221,7 @@ def _from_job(version: _Version, job: v1beta1.TrainingJob) -> dict[str, Any]:
 
 
 def _inexpressible(version: _Version, job: v1beta1.TrainingJob) -> Iterator[validation.FieldError]:
-    name = f"{version.api_version} {version.kind}"
+    name = f"{version.api_versions[0]} {version.kind}"
     yield from seeds.expressible(
         job,
         name,
@@ -252,7 +252,7 @@ def _inexpressible(version: _Version, job: v1beta1.TrainingJob) -> Iterator[vali
 def _kind(version: _Version) -> kinds.Kind:
     return kinds.Kind(
         kind=version.kind,
-        api_versions=(version.api_version,),
+        api_versions=version.api_versions,
         to_job=functools.partial(_to_job, version),
         from_job=functools.partial(_from_job, version),
         spellings=tuple({"MxJob", "MXJob"} - {version.kind}),

@@ -112,14 +112,15 @@ def text(r: reader.Reader, *names: str, default: str | None = None) -> str | Non
 
 
 def choice(r: reader.Reader, *names: str, choices: tuple[str, ...], default: str | None) -> str | None:
-    """One of ``choices``, matched ignoring case, returned as ``choices`` spell it."""
+    """One of ``choices``, matched ignoring case, returned as ``choices`` spell it; ``default``
+    when absent, ``None`` (and an error) when it is none of them."""
+    before = len(r.findings.errors)
     value = text(r, *names)
     if value is None:
-        return default
+        return default if len(r.findings.errors) == before else None
     found = next((c for c in choices if c.lower() == value.lower()), None)
     if found is None:
         r.error(f"must be one of {', '.join(choices)}, got {value!r}", *names)
-        return default
     return found
 
 

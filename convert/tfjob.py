@@ -143,12 +143,15 @@ def _replica(
     version: _Version, r: reader.Reader, tf_image: str | None, scheduler: str | None
 ) -> tuple[seeds.Replica | None, bool]:
     """One entry of replicaSpecs, and whether it runs the default parameter server."""
-    old = seeds.choice(r, "tfReplicaType", choices=TYPES, default="MASTER") or "MASTER"
+    old = seeds.choice(r, "tfReplicaType", choices=TYPES, default="MASTER")
     count = seeds.integer(r, "replicas", default=1, minimum=0) or 0
     port = seeds.integer(r, "tfPort", default=DEFAULT_PORT, minimum=1, maximum=65535)
     is_default_ps = r.take("IsDefaultPS") if version.tf_image else None
     if is_default_ps is not None and not isinstance(is_default_ps, bool):
         r.error(f"expected true or false, got {is_default_ps!r}", "IsDefaultPS")
+    if old is None:
+        r.rest()  # the type is wrong: the rest of the entry means nothing to check
+        return None, False
     if old == "MASTER" and count != 1:
         r.error(f"a MASTER runs exactly 1 replica, not {count}", "replicas")
     if old == "MASTER":
