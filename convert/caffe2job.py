@@ -172,7 +172,8 @@ def _from_job(job: v1beta1.TrainingJob) -> dict[str, Any]:
         spec["backendSpecs"] = backend
     workers = job.spec.replica_specs["Worker"]
     spec["replicaSpecs"] = {"replicas": workers.replicas, "template": copy.deepcopy(dict(workers.template))}
-    return {"kind": KIND, "metadata": seeds.metadata_of(job), "spec": spec}
+    # apiVersion first, as people write it; document.back sets the one asked for.
+    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": seeds.metadata_of(job), "spec": spec}
 
 
 def _inexpressible(job: v1beta1.TrainingJob) -> Iterator[validation.FieldError]:

@@ -228,7 +228,8 @@ def _from_job(job: v1beta1.TrainingJob) -> dict[str, Any]:
                 entry["mpiConfig"] = {"slots": int(slots)}
             entry["template"] = copy.deepcopy(dict(r.template))
             spec["workerSets"][set_name(key)] = entry
-    return {"kind": KIND, "metadata": seeds.metadata_of(job), "spec": spec}
+    # apiVersion first, as people write it; document.back sets the one asked for.
+    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": seeds.metadata_of(job), "spec": spec}
 
 
 def _inexpressible(job: v1beta1.TrainingJob) -> Iterator[validation.FieldError]:

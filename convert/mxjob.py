@@ -217,7 +217,13 @@ def _from_job(version: _Version, job: v1beta1.TrainingJob) -> dict[str, Any]:
         spec["cleanupPodPolicy"] = (
             job.spec.run_policy.clean_pod_policy or v1beta1.CleanPodPolicy.RUNNING
         ).value
-    return {"kind": version.kind, "metadata": seeds.metadata_of(job), "spec": spec}
+    # apiVersion first, as people write it; document.back sets the one asked for.
+    return {
+        "apiVersion": version.api_versions[0],
+        "kind": version.kind,
+        "metadata": seeds.metadata_of(job),
+        "spec": spec,
+    }
 
 
 def _inexpressible(version: _Version, job: v1beta1.TrainingJob) -> Iterator[validation.FieldError]:

@@ -299,7 +299,13 @@ def _from_job(version: _Version, job: v1beta1.TrainingJob) -> dict[str, Any]:
                 spec["tfImage"] = board.image
             else:
                 spec["tensorboard"]["image"] = board.image
-    return {"kind": version.kind, "metadata": seeds.metadata_of(job), "spec": spec}
+    # apiVersion first, as people write it; document.back sets the one asked for.
+    return {
+        "apiVersion": version.api_version,
+        "kind": version.kind,
+        "metadata": seeds.metadata_of(job),
+        "spec": spec,
+    }
 
 
 def _inexpressible(version: _Version, job: v1beta1.TrainingJob) -> Iterator[validation.FieldError]:

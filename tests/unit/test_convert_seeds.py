@@ -179,6 +179,17 @@ def test_tfjob_tensorboard_on_a_volume_the_replicas_share_is_carried_over() -> N
         "warning: spec.tensorboard.serviceType: LoadBalancer not carried over: kubetrain's TensorBoard Service is "
         "ClusterIP; reach it with `kubetrain tensorboard JOB` or expose it yourself",
     ]
+    back = document.back(converted.job, "kubeflow.org/v1alpha1", "TFJob")
+    assert (back["spec"]["tensorboard"], back["spec"]["tfImage"]) == (
+        {"logDir": "/tmp/tensorflow"},
+        "tensorflow/tensorflow:1.15.5",
+    )
+    # The first TfJob had no tfImage: its TensorBoard names its image itself (deepinsight's fork).
+    first = document.back(converted.job, "mlkube.io/v1beta1", "TfJob")
+    assert first["spec"]["tensorboard"] == {
+        "logDir": "/tmp/tensorflow",
+        "image": "tensorflow/tensorflow:1.15.5",
+    }
 
 
 def test_tfjob_terminationpolicy_scheduler_name_and_runtime_id_are_carried_over() -> None:
