@@ -252,6 +252,8 @@ def _inexpressible(job: v1beta1.TrainingJob) -> Iterator[validation.FieldError]:
                 message=f"{name} has a master and worker sets; no set name converts back to {key} "
                 f"(a set's type is Worker and its name in CamelCase, e.g. WorkerGpu)",
             )
+    if job.spec.runtime_id is not None:
+        yield validation.FieldError(path=("spec", "runtimeId"), message=f"{name} has no runtime id")
     if job.spec.replica_specs.get("Master") is None:
         yield validation.FieldError(path=("spec", "replicaSpecs"), message=f"{name} needs its master")
     options = dict(job.spec.framework.options or {})

@@ -609,3 +609,19 @@ def test_every_old_kind_here_is_registered_once_with_its_spellings() -> None:
     assert ("fioravanzo.org/v1alpha1", "MXJob") in found
     assert ("tensorflow.org/v1alpha1", "TFJob") in found
     assert document.kind_of({"apiVersion": "mlkube.io/v1beta1", "kind": "MxJob"}) is not None
+
+
+def test_the_conversions_docs_migrating_shows_are_what_kubetrain_convert_prints(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = LEGACY.parents[1]
+    text = (root / "docs" / "migrating.md").read_text()
+    blocks = [b.split("```")[0] for b in text.split("```console\n$ kubetrain convert samples/legacy/")[1:]]
+    assert len(blocks) == 4
+    monkeypatch.chdir(root)
+    for block in blocks:
+        name, shown = block.split("\n", 1)
+        assert main.main(["convert", f"samples/legacy/{name}"]) == 0
+        out, err = capsys.readouterr()
+        warnings = err.splitlines()
+        assert shown.splitlines() == out.splitlines() + warnings, name
