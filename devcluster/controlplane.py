@@ -47,6 +47,8 @@ CONTROLLERS = (
     "resourcequota-controller",
     # Removes a PodGroup's finalizer once its pods are gone; without it namespaces never finish deleting.
     "podgroup-protection-controller",
+    # Scales an elastic TrainingJob through its scale subresource.
+    "horizontal-pod-autoscaler-controller",
 )
 # Native gang scheduling (scheduling.k8s.io/v1alpha2 Workload and PodGroup), on every component.
 FEATURE_GATES = "--feature-gates=GenericWorkload=true,GangScheduling=true"
@@ -382,6 +384,8 @@ def start_controller_manager(
             f"--root-ca-file={certs['ca.crt']}",
             "--use-service-account-credentials=false",
             "--concurrent-gc-syncs=5",
+            # An HPA acts within seconds, not the default 15 s, so tests of it stay short.
+            "--horizontal-pod-autoscaler-sync-period=2s",
             FEATURE_GATES,
             f"--node-monitor-grace-period={node_grace}",
             f"--node-startup-grace-period={NEVER if node_grace == NEVER else '60s'}",

@@ -10,8 +10,9 @@ workers follow. Each main container (``pytorch``) gets:
 - torchrun's ``PET_MASTER_ADDR``, ``PET_MASTER_PORT``, ``PET_NNODES``, ``PET_NODE_RANK``,
   ``PET_NPROC_PER_NODE``;
 - with ``framework.pytorch.elastic``: ``PET_NNODES=min:max``, ``PET_RDZV_BACKEND``,
-  ``PET_RDZV_ENDPOINT``, ``PET_RDZV_ID``, ``PET_RDZV_CONF`` and ``PET_MAX_RESTARTS``, and
-  no ``PET_NODE_RANK`` (the rendezvous assigns ranks).
+  ``PET_RDZV_ENDPOINT``, ``PET_RDZV_ID``, ``PET_RDZV_CONF``, ``PET_MAX_RESTARTS`` and
+  ``TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1`` (so nodes can join later rounds), and no
+  ``PET_NODE_RANK`` (the rendezvous assigns ranks).
 
 Processes per node come from ``nprocPerNode``, else the GPUs the container requests,
 else 1. DDP hangs when one rank dies, so a restart recreates the whole job by default.
@@ -82,6 +83,9 @@ def _env(world: framework.World, replica: framework.Replica) -> Mapping[str, str
             env["PET_RDZV_CONF"] = ",".join(f"{k}={v}" for k, v in sorted(elastic.rdzv_conf.items()))
         restarts = ELASTIC_MAX_RESTARTS if elastic.max_restarts is None else elastic.max_restarts
         env["PET_MAX_RESTARTS"] = str(restarts)
+        # torchrun shares the rendezvous store with the workers' and writes its address once, in
+        # the first round; a node that joins a later round (a scale-up) would wait for it forever.
+        env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"
         # Ranks come from the rendezvous: torchrun ignores (and warns about) a fixed node rank.
         del env["PET_NODE_RANK"]
     return env

@@ -140,12 +140,11 @@ def test_all_reduce_through_torchrun_elastic_c10d_rendezvous(
         a_job("el")
         .uid("0f1e2d3c")
         .framework("pytorch", pytorch=v1beta1.PyTorchOptions(elastic=elastic))
-        .replicas("Master", 1)
-        .replicas("Worker", 2)
+        .replicas("Worker", 3)
         .build()
     )
     local = local_job(job, tmp_path)
-    assert local.one("Master").env["PET_RDZV_BACKEND"] == "c10d"
+    assert local.one("Worker").env["PET_RDZV_BACKEND"] == "c10d"
 
     for r in local.replicas:
         processes.start(r, [torchrun(), script(r)], extra=IMAGE_ENV)

@@ -352,6 +352,7 @@ class Processes(contextlib.AbstractContextManager["Processes"]):
 
     def __init__(self) -> None:
         self._running: list[_Running] = []
+        self.stopped: list[Finished] = []  # by :meth:`stop`
 
     def start(
         self,
@@ -408,6 +409,17 @@ class Processes(contextlib.AbstractContextManager["Processes"]):
                 pending = [r.label for r in workers if r.popen.returncode is None]
                 self._fail(f"timed out after {timeout:.0f}s waiting for {', '.join(pending)}")
             time.sleep(0.05)
+
+    def stop(self, replica: Replica, timeout: float = 30) -> Finished:
+        """SIGTERM ``replica``'s process group, as a kubelet does when its pod is deleted, and
+        wait for it; it leaves the processes :meth:`wait` waits for, whatever its exit code."""
+        (r,) = [r for r in self._running if r.replica.name == replica.name and r.popen.returncode is None]
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(r.popen.pid, signal.SIGTERM)
+        r.popen.wait(timeout=timeout)
+        self._running.remove(r)
+        self.stopped.append(r.finished())
+        return self.stopped[-1]
 
     def outputs(self, *, daemons: bool = False) -> list[Finished]:
         """What the processes (or only the daemons) printed so far; a running one has exit code -1."""

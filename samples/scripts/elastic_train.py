@@ -1,0 +1,67 @@
+"""An elastic PyTorch job: DDP that survives the world growing and shrinking, under torchrun.
+
+torchrun (with kubetrain's ``PET_*``: ``PET_NNODES=min:max`` and a c10d rendezvous) restarts
+this script on every node whenever a node joins or leaves, with the new ``WORLD_SIZE`` and
+ranks. So the script keeps its progress in a checkpoint on a volume the pods share: rank 0
+writes the step and the weights after every step (atomically, by rename), and every start
+resumes from it. Each step, rank 0 prints one ``KUBETRAIN-STEP {json}`` line — the step, the
+world size and torchrun's restart count — so the logs show the world re-forming while the
+step count carries on. With ``--stop-file``, the job ends early once that file exists (all
+ranks agree on it through an all_reduce, so they stop at the same step).
+"""
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument("--checkpoint", required=True, help="a file on a volume every pod shares")
+    parser.add_argument("--step-seconds", type=float, default=0.1, help="pace, so scaling can be watched")
+    parser.add_argument("--stop-file", default=None, help="end once this file exists")
+    args = parser.parse_args()
+
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    model = torch.nn.Linear(1, 1)
+    step = 0
+    checkpoint = Path(args.checkpoint)
+    if checkpoint.exists():
+        saved = torch.load(checkpoint)
+        step = saved["step"]
+        model.load_state_dict(saved["model"])
+    ddp = DistributedDataParallel(model)  # broadcasts rank 0's weights to the newcomers
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05)
+    restart = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    while step < args.steps:
+        stop = torch.tensor([float(args.stop_file is not None and Path(args.stop_file).exists())])
+        dist.all_reduce(stop, op=dist.ReduceOp.MAX)
+        if stop.item():
+            break
+        x = torch.rand(32, 1) * 2 - 1
+        loss = torch.nn.functional.mse_loss(ddp(x), 3 * x + 2)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        step += 1
+        if rank == 0:
+            partial = checkpoint.with_suffix(".partial")
+            torch.save({"step": step, "model": model.state_dict()}, partial)
+            partial.rename(checkpoint)
+            line = {"step": step, "world": world, "restart": restart, "loss": round(loss.item(), 5)}
+            print("KUBETRAIN-STEP " + json.dumps(line), flush=True)
+        time.sleep(args.step_seconds)
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
