@@ -28,8 +28,8 @@ install: $(VENV)/.deps ## create .venv and install kubetrain with its test tools
 
 .PHONY: lint
 lint: install ## ruff (lint and format) and mypy --strict
-	$(BIN)/ruff check api operator devcluster client cli tests
-	$(BIN)/ruff format --check api operator devcluster client cli tests
+	$(BIN)/ruff check api operator devcluster client cli convert tests
+	$(BIN)/ruff format --check api operator devcluster client cli convert tests
 	$(BIN)/mypy -p kubetrain.api -p kubetrain.operator -p kubetrain.devcluster -p kubetrain.client -p kubetrain.cli -p kubetrain.convert
 
 .PHONY: manifests
