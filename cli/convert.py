@@ -37,7 +37,7 @@ def register(sub: Any, _cluster_flags: argparse.ArgumentParser) -> None:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from kubetrain.api import validation
+    from kubetrain.api import scheme, validation
     from kubetrain.convert import document
     from kubetrain.operator import documents
 
@@ -53,8 +53,6 @@ def _convert(args: argparse.Namespace) -> int:
             if args.to:
                 out.append(document.back(converted.job, *_target(args.to)))
             else:
-                from kubetrain.api import scheme
-
                 # Plain JSON data: the encoded job holds enums, which YAML's safe dumper refuses.
                 out.append(json.loads(json.dumps(scheme.encode(converted.job))))
         except validation.ValidationError as e:
