@@ -75,7 +75,11 @@ def _env(world: framework.World, replica: framework.Replica) -> Mapping[str, str
             {
                 "PET_NNODES": f"{elastic.min_replicas}:{elastic.max_replicas}",
                 "PET_RDZV_BACKEND": elastic.rdzv_backend,
-                "PET_RDZV_ENDPOINT": f"{master.host}:{master.port}",
+                # The pod's own host name, not its Service's DNS name: torchrun serves the
+                # rendezvous store only where the endpoint names the machine it runs on, which
+                # it tells by the host name (an IP literal aside), and Worker 0's is its pod name.
+                # The others find it through the search path, as `{pod}.{namespace}.svc`.
+                "PET_RDZV_ENDPOINT": f"{master.name}:{master.port}",
                 "PET_RDZV_ID": elastic.rdzv_id or world.job.metadata.uid or world.job.metadata.name or "",
             }
         )

@@ -99,7 +99,8 @@ def test_the_env_leaves_ranks_to_the_rendezvous_and_allows_many_membership_chang
     world = framework.World.of(job, pytorch.FRAMEWORK)
     env = pytorch.FRAMEWORK.env(world, world.replicas[2])
     assert env["PET_NNODES"] == "1:4"
-    assert env["PET_RDZV_ENDPOINT"] == f"{world.replicas[0].host}:23456"
+    # Worker 0 serves the store only if it sees its own host name there: its pod name.
+    assert env["PET_RDZV_ENDPOINT"] == "el-worker-0:23456"
     assert env["PET_RDZV_ID"] == "u-1"
     assert env["PET_MAX_RESTARTS"] == str(pytorch.ELASTIC_MAX_RESTARTS)
     assert "PET_NODE_RANK" not in env

@@ -70,7 +70,7 @@ def test_elastic_rendezvous() -> None:
     env = envs(job)["e-worker-1"]
     assert env["PET_NNODES"] == "1:4"
     assert env["PET_RDZV_BACKEND"] == "c10d"
-    assert env["PET_RDZV_ENDPOINT"] == "e-worker-0.default.svc:23456"
+    assert env["PET_RDZV_ENDPOINT"] == "e-worker-0:23456"
     assert env["PET_RDZV_ID"] == "1234"
     assert env["PET_RDZV_CONF"] == "timeout=900"
     assert env["PET_MAX_RESTARTS"] == "3"
