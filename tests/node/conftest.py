@@ -39,7 +39,7 @@ def running_operator(cluster: devcluster.Cluster) -> Iterator[None]:
 @pytest.fixture
 def shared_dir() -> Iterator[str]:
     """A fresh directory of this host that every real node sees, for a hostPath the pods share."""
-    path = tempfile.mkdtemp(prefix="kubetrain-tensorboard-")
+    path = tempfile.mkdtemp(prefix="kubetrain-shared-")
     os.chmod(path, 0o755)  # TensorBoard runs as 65532; the ranks write as root
     yield path
     shutil.rmtree(path, ignore_errors=True)
