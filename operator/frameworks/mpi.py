@@ -57,9 +57,8 @@ images set it) because the mounted files are links into the Secret's volume.
 
 Lifecycle: the launcher is created only once every worker pod is Ready, so ``mpirun``
 never races ``sshd`` (a ``tcpSocket`` readiness probe on port 22 makes Ready mean
-listening). ``start_after`` names types exactly, so chainer's master waits for a set
-named ``Worker``; waiting for every set needs the lifecycle to match ``Worker*``. The
-launcher (the master) alone decides success. One MPI world cannot lose
+listening); chainer's master waits for every worker set (``start_after`` takes the
+pattern ``Worker*``). The launcher (the master) alone decides success. One MPI world cannot lose
 a rank and carry on, nor take a replacement into a running ``MPI_COMM_WORLD``: any
 restart recreates the whole job. The restart policy is ``ExitCode``: an error in
 training code (exit codes 1-127, which ``mpirun`` passes on) fails the job at once
