@@ -91,15 +91,15 @@ def _backend(spec: reader.Reader) -> dict[str, Any] | None:
     if spec.has("backendSpecs") and spec.has("backend"):
         spec.error("backendSpecs and backend are the same setting; keep backendSpecs")
     if spec.has("backend"):
-        kind = seeds.choice(spec, "backend", choices=BACKENDS, default=None)
+        kind = spec.text("backend", choices=BACKENDS, default=None, ignore_case=True)
         return None if kind is None else {"type": kind}
     b = spec.child("backendSpecs")
     if b is None:
         return None
-    kind = seeds.choice(b, "backendType", choices=BACKENDS, default=None)
-    host = seeds.text(b, "redisHost")
-    port = seeds.integer(b, "redisPort", default=None, minimum=0, maximum=65535)
-    path = seeds.text(b, "nfsPath")
+    kind = b.text("backendType", choices=BACKENDS, default=None, ignore_case=True)
+    host = b.text("redisHost")
+    port = b.integer("redisPort", default=None, minimum=0, maximum=65535)
+    path = b.text("nfsPath")
     b.finish()
     if kind is None:
         if not b.has("backendType"):
@@ -128,7 +128,7 @@ def _backend(spec: reader.Reader) -> dict[str, Any] | None:
 
 
 def _workers(r: reader.Reader, job: str) -> seeds.Replica | None:
-    count = seeds.integer(r, "replicas", default=1, minimum=1) or 1
+    count = r.integer("replicas", default=1, minimum=1) or 1
     template = seeds.template(r, container=_FW.container, restart_policy=_RESTART, why=_WHY)
     if template is None and not r.has("template"):
         r.error("required: the workers' pod template", "template")

@@ -69,7 +69,7 @@ def _to_job(doc: reader.Reader) -> dict[str, Any]:
     if spec is None:
         doc.error("required", "spec")
         return {}
-    seeds.choice(spec, "backend", choices=("mpi",), default="mpi")
+    spec.text("backend", choices=("mpi",), default="mpi", ignore_case=True)
     master_reader = spec.child("master")
     run_policy: dict[str, Any] = {}
     master: tuple[seeds.Replica, int | None] | None = None
@@ -120,8 +120,8 @@ def _to_job(doc: reader.Reader) -> dict[str, Any]:
 
 
 def _master(r: reader.Reader, run_policy: dict[str, Any]) -> tuple[seeds.Replica, int | None] | None:
-    deadline = seeds.integer(r, "activeDeadlineSeconds", default=None, minimum=1)
-    backoff = seeds.integer(r, "backoffLimit", default=None, minimum=0)
+    deadline = r.integer("activeDeadlineSeconds", default=None, minimum=1)
+    backoff = r.integer("backoffLimit", default=None, minimum=0)
     slots = _mpi_slots(r)
     template = seeds.template(r, container=_FW.container, restart_policy=_RESTART, why=_WHY)
     if template is None and not r.has("template"):
@@ -142,7 +142,7 @@ def _master(r: reader.Reader, run_policy: dict[str, Any]) -> tuple[seeds.Replica
 
 
 def _worker_set(name: str, r: reader.Reader) -> tuple[seeds.Replica, int | None] | None:
-    count = seeds.integer(r, "replicas", default=1, minimum=0) or 0
+    count = r.integer("replicas", default=1, minimum=0) or 0
     slots = _mpi_slots(r)
     template = seeds.template(r, container=_FW.container, restart_policy=_RESTART, why=_WHY)
     if template is None and not r.has("template"):
@@ -162,7 +162,7 @@ def _mpi_slots(r: reader.Reader) -> int | None:
     config = r.child("mpiConfig")
     if config is None:
         return None
-    slots = seeds.integer(config, "slots", default=None, minimum=1)
+    slots = config.integer("slots", default=None, minimum=1)
     config.finish()
     return slots
 

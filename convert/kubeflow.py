@@ -37,7 +37,7 @@ V1 = f"{GROUP}/v1"
 
 def _tfjob(doc: reader.Reader, *, legacy: bool) -> dict[str, Any]:
     r = kubeflowjob.begin(doc, TFJOB)
-    success = kubeflowjob.string(r.spec, "successPolicy", choices=("", "AllWorkers"))
+    success = r.spec.text("successPolicy", choices=("", "AllWorkers"))
     chief = [t for t in ("Chief", "Master") if t in r.replicas]
     if success == "AllWorkers" and chief:
         r.spec.note(
@@ -46,11 +46,11 @@ def _tfjob(doc: reader.Reader, *, legacy: bool) -> dict[str, Any]:
         )
     elif success == "AllWorkers":
         r.success_policy = {"operator": "All", "targets": [{"replicaType": "Worker"}]}
-    if kubeflowjob.truth(r.spec, "enableDynamicWorker"):
+    if r.spec.truth("enableDynamicWorker"):
         r.spec.note(
             "not carried over: TF_CONFIG lists every worker (no sparse cluster spec)", "enableDynamicWorker"
         )
-    if legacy and kubeflowjob.string(r.spec, "tfRpcLayer"):
+    if legacy and r.spec.text("tfRpcLayer"):
         r.spec.note("not carried over: kubetrain's TF_CONFIG has no rpc_layer", "tfRpcLayer")
     if "Master" in r.paths:
         r.note(
@@ -76,7 +76,7 @@ def _tfjob(doc: reader.Reader, *, legacy: bool) -> dict[str, Any]:
 
 def _mxjob(doc: reader.Reader) -> dict[str, Any]:
     r = kubeflowjob.begin(doc, MXJOB)
-    mode = kubeflowjob.string(r.spec, "jobMode", choices=("MXTrain", "MXTune"))
+    mode = r.spec.text("jobMode", choices=("MXTrain", "MXTune"))
     if mode == "MXTune":
         r.spec.error(
             "MXTune (TVM auto-tuning) has no kubetrain counterpart: kubetrain's mxnet runs ps-lite "

@@ -38,11 +38,8 @@ __all__ = [
     "begin",
     "containers",
     "env_notes",
-    "integer",
     "main_env",
     "problem",
-    "string",
-    "truth",
     "write",
     "write_kind",
 ]
@@ -188,10 +185,10 @@ def _replica_specs(r: Reading) -> None:
 
 def _replica_spec(r: Reading, rs: reader.Reader, replica_type: str) -> dict[str, Any] | None:
     fl, fw = r.flavour, r.flavour.fw
-    replicas = integer(rs, "replicas", minimum=0)
+    replicas = rs.integer("replicas", minimum=0)
     if replicas is None:
         replicas = fl.default_replicas.get(replica_type, 1)
-    policy = string(rs, "restartPolicy", choices=RESTART_POLICIES)
+    policy = rs.text("restartPolicy", choices=RESTART_POLICIES)
     template = rs.take("template")
     rs.finish()
     if template is None:
@@ -281,10 +278,10 @@ def _run_policy(r: Reading) -> None:
             out[name] = value
     if rp is None:
         return
-    suspend = truth(rp, "suspend")
+    suspend = rp.truth("suspend")
     if suspend:
         out["suspend"] = True
-    managed_by = string(rp, "managedBy")
+    managed_by = rp.text("managedBy")
     if managed_by and managed_by == r.flavour.self_managed:
         rp.note(
             f"not carried over: {managed_by} is {r.flavour.kind}'s own controller; kubetrain manages the job",
@@ -304,18 +301,18 @@ def _run_policy(r: Reading) -> None:
 
 def _run_policy_field(r: reader.Reader, name: str) -> Any:
     if name == "cleanPodPolicy":
-        return string(r, name, choices=CLEAN_POD_POLICIES)
-    return integer(r, name, minimum=_RUN_POLICY_MINIMUM[name])
+        return r.text(name, choices=CLEAN_POD_POLICIES)
+    return r.integer(name, minimum=_RUN_POLICY_MINIMUM[name])
 
 
 def _scheduling(r: Reading, sp: reader.Reader | None) -> dict[str, Any]:
     if sp is None:
         return {}
     out: dict[str, Any] = {}
-    min_available = integer(sp, "minAvailable", minimum=1)
+    min_available = sp.integer("minAvailable", minimum=1)
     if min_available is not None:
         out["minAvailable"] = min_available
-    queue = string(sp, "queue")
+    queue = sp.text("queue")
     if queue:
         out["queue"] = queue
         sp.note(
@@ -323,10 +320,10 @@ def _scheduling(r: Reading, sp: reader.Reader | None) -> dict[str, Any]:
             "--gang-scheduler=volcano: in this Volcano queue, as under Kubeflow)",
             "queue",
         )
-    priority_class = string(sp, "priorityClass")
+    priority_class = sp.text("priorityClass")
     if priority_class:
         out["priorityClass"] = priority_class
-    timeout = integer(sp, "scheduleTimeoutSeconds", minimum=1)
+    timeout = sp.integer("scheduleTimeoutSeconds", minimum=1)
     if timeout is not None:
         out["scheduleTimeoutSeconds"] = timeout
     sp.drop(
@@ -335,41 +332,6 @@ def _scheduling(r: Reading, sp: reader.Reader | None) -> dict[str, Any]:
     )
     sp.finish()
     return out
-
-
-def integer(r: reader.Reader, name: str, *, minimum: int, maximum: int | None = None) -> int | None:
-    value = r.take(name)
-    if value is None:
-        return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or value < minimum
-        or (maximum and value > maximum)
-    ):
-        bound = f"from {minimum} to {maximum}" if maximum else f"of at least {minimum}"
-        r.error(f"expected an integer {bound}, got {value!r}", name)
-        return None
-    return value
-
-
-def string(r: reader.Reader, name: str, *, choices: Sequence[str] = ()) -> str | None:
-    value = r.take(name)
-    if value is None:
-        return None
-    if not isinstance(value, str) or (choices and value not in choices):
-        expected = f"one of {', '.join(choices)}" if choices else "a string"
-        r.error(f"expected {expected}, got {value!r}", name)
-        return None
-    return value
-
-
-def truth(r: reader.Reader, name: str) -> bool | None:
-    value = r.take(name)
-    if value is not None and not isinstance(value, bool):
-        r.error(f"expected true or false, got {value!r}", name)
-        return None
-    return value
 
 
 def env_notes(r: Reading, kubeflow_env: Mapping[str, Sequence[str]], reasons: Mapping[str, str]) -> None:

@@ -84,7 +84,7 @@ MPIJOB_V2BETA1 = kubeflowjob.Flavour(
 
 def _common(r: kubeflowjob.Reading) -> None:
     """What both versions share: slots, the first container, paths under /etc/mpi."""
-    slots = kubeflowjob.integer(r.spec, "slotsPerWorker", minimum=1)
+    slots = r.spec.integer("slotsPerWorker", minimum=1)
     r.framework["options"] = {mpi.SLOTS_OPTION: slots or 1}
     for t in r.replicas:
         containers = r.containers(t)
@@ -109,7 +109,7 @@ def _common(r: kubeflowjob.Reading) -> None:
 def _v1(doc: reader.Reader) -> dict[str, Any]:
     r = kubeflowjob.begin(doc, MPIJOB_V1)
     _common(r)
-    main_container = kubeflowjob.string(r.spec, "mainContainer")
+    main_container = r.spec.text("mainContainer")
     if main_container and main_container != r.flavour.fw.container:
         r.spec.note(
             f"not carried over: ranks run where sshd runs; kubetrain's main container is the one named "
@@ -140,25 +140,23 @@ def _v1(doc: reader.Reader) -> dict[str, Any]:
 def _v2beta1(doc: reader.Reader) -> dict[str, Any]:
     r = kubeflowjob.begin(doc, MPIJOB_V2BETA1)
     _common(r)
-    implementation = kubeflowjob.string(r.spec, "mpiImplementation", choices=mpi.IMPLEMENTATIONS)
+    implementation = r.spec.text("mpiImplementation", choices=mpi.IMPLEMENTATIONS)
     if implementation is not None:
         r.framework["options"][mpi.IMPLEMENTATION_OPTION] = implementation
-    as_worker = bool(kubeflowjob.truth(r.spec, "runLauncherAsWorker"))
+    as_worker = bool(r.spec.truth("runLauncherAsWorker"))
     if as_worker:
         r.spec.note(
             "not carried over: kubetrain's launcher hosts no ranks; add a Worker for its share",
             "runLauncherAsWorker",
         )
-    mount = kubeflowjob.string(r.spec, "sshAuthMountPath")
+    mount = r.spec.text("sshAuthMountPath")
     if mount and mount.rstrip("/") != SSH_PATH:
         r.spec.note(
             f"not carried over: kubetrain mounts the job's ssh key at {SSH_PATH} and runs ssh as root",
             "sshAuthMountPath",
         )
-    policy = kubeflowjob.string(
-        r.spec, "launcherCreationPolicy", choices=("AtStartup", "WaitForWorkersReady")
-    )
-    waits = kubeflowjob.truth(r.spec, "waitForWorkers")  # its name in early v2beta1
+    policy = r.spec.text("launcherCreationPolicy", choices=("AtStartup", "WaitForWorkersReady"))
+    waits = r.spec.truth("waitForWorkers")  # its name in early v2beta1
     if policy == "AtStartup" or waits is False:
         r.spec.note(
             "not carried over: kubetrain creates the launcher once every worker is Ready",

@@ -122,14 +122,14 @@ def _to_job(version: _Version, doc: reader.Reader) -> dict[str, Any]:
         doc.error("required", "spec")
         return {}
     runtime = seeds.runtime_id(spec)
-    mode = seeds.choice(spec, "jobMode", choices=mxnet.MODES, default=None)
+    mode = spec.text("jobMode", choices=mxnet.MODES, default=None, ignore_case=True)
     if mode is None and version.requires_mode and not spec.has("jobMode"):
         spec.error("required: local or dist", "jobMode")
     if version.mx_image:
         spec.drop("not carried over: every replica names its image in its template", "mxImage")
-    scheduler = seeds.text(spec, "schedulerName") if version.scheduler_name else None
+    scheduler = spec.text("schedulerName") if version.scheduler_name else None
     cleanup = (
-        seeds.choice(spec, "cleanupPodPolicy", choices=("All", "Running", "None"), default="All")
+        spec.text("cleanupPodPolicy", choices=("All", "Running", "None"), default="All", ignore_case=True)
         if version.cleanup
         else None
     )
@@ -166,10 +166,11 @@ def _to_job(version: _Version, doc: reader.Reader) -> dict[str, Any]:
 
 def _replica(version: _Version, r: reader.Reader, scheduler: str | None) -> seeds.Replica | None:
     old = (
-        seeds.choice(r, "mxReplicaType", choices=TYPES, default=version.default_type) or version.default_type
+        r.text("mxReplicaType", choices=TYPES, default=version.default_type, ignore_case=True)
+        or version.default_type
     )
-    count = seeds.integer(r, "replicas", default=1, minimum=0) or 0
-    port = seeds.integer(r, version.port_key, default=version.default_port, minimum=1, maximum=65535)
+    count = r.integer("replicas", default=1, minimum=0) or 0
+    port = r.integer(version.port_key, default=version.default_port, minimum=1, maximum=65535)
     if old == "SCHEDULER" and count != 1:
         r.error(f"a SCHEDULER runs exactly 1 replica, not {count}", "replicas")
     template = seeds.template(r, container=_FW.container, restart_policy=_RESTART, why=_WHY)

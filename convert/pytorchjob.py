@@ -104,30 +104,30 @@ def _elastic(r: kubeflowjob.Reading, e: reader.Reader) -> tuple[dict[str, Any], 
             "kubetrain's elastic jobs have Workers only (the rendezvous assigns ranks): "
             "make the Master a Worker, or drop elasticPolicy"
         )
-    low = kubeflowjob.integer(e, "minReplicas", minimum=1)
-    high = kubeflowjob.integer(e, "maxReplicas", minimum=1)
+    low = e.integer("minReplicas", minimum=1)
+    high = e.integer("maxReplicas", minimum=1)
     policy: dict[str, Any] = {
         # Kubeflow's defaults: each bound the other, both the Workers.
         "minReplicas": low or high or workers,
         "maxReplicas": high or low or workers,
-        "rdzvBackend": kubeflowjob.string(e, "rdzvBackend", choices=("c10d", "etcd", "etcd-v2")) or "c10d",
+        "rdzvBackend": e.text("rdzvBackend", choices=("c10d", "etcd", "etcd-v2")) or "c10d",
     }
-    rdzv_id = kubeflowjob.string(e, "rdzvId")
+    rdzv_id = e.text("rdzvId")
     if rdzv_id:
         policy["rdzvId"] = rdzv_id
     conf = _rdzv_conf(e)
     if conf:
         policy["rdzvConf"] = conf
-    max_restarts = kubeflowjob.integer(e, "maxRestarts", minimum=0)
+    max_restarts = e.integer("maxRestarts", minimum=0)
     if max_restarts is not None:
         policy["maxRestarts"] = max_restarts
     _rdzv_endpoint(r, e)
-    if kubeflowjob.truth(e, "standalone"):
+    if e.truth("standalone"):
         e.note(
             "not carried over: kubetrain sets no PET_STANDALONE; every Worker joins the job's rendezvous",
             "standalone",
         )
-    nproc = kubeflowjob.integer(e, "nProcPerNode", minimum=1)
+    nproc = e.integer("nProcPerNode", minimum=1)
     metrics = e.take("metrics")
     if metrics:
         e.note(
@@ -143,8 +143,8 @@ def _elastic(r: kubeflowjob.Reading, e: reader.Reader) -> tuple[dict[str, Any], 
 def _rdzv_conf(e: reader.Reader) -> dict[str, str]:
     conf: dict[str, str] = {}
     for item in e.items("rdzvConf"):
-        key = kubeflowjob.string(item, "key")
-        value = kubeflowjob.string(item, "value")
+        key = item.text("key")
+        value = item.text("value")
         item.finish()
         if not key:
             item.error("required: a key", "key")
@@ -156,8 +156,8 @@ def _rdzv_conf(e: reader.Reader) -> dict[str, str]:
 
 
 def _rdzv_endpoint(r: kubeflowjob.Reading, e: reader.Reader) -> None:
-    host = kubeflowjob.string(e, "rdzvHost")
-    port = kubeflowjob.integer(e, "rdzvPort", minimum=1, maximum=65535)
+    host = e.text("rdzvHost")
+    port = e.integer("rdzvPort", minimum=1, maximum=65535)
     if host is None and port is None:
         return
     if host is None:

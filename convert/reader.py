@@ -134,6 +134,53 @@ class Reader:
             if key not in self._read:
                 self.findings.error((*self.path, str(key)), "unknown field")
 
+    # --- typed values: the old kinds were Go types, so "" and absent both mean "not set" ----
+
+    def integer(
+        self, *names: str, minimum: int, maximum: int | None = None, default: int | None = None
+    ) -> int | None:
+        """An integer within the bounds; ``default`` when absent or wrong (wrong is an error)."""
+        value = self.take(*names)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.error(f"expected an integer, got {value!r}", *names)
+            return default
+        if value < minimum or (maximum is not None and value > maximum):
+            bounds = f"at least {minimum}" if maximum is None else f"between {minimum} and {maximum}"
+            self.error(f"must be {bounds}, got {value}", *names)
+            return default
+        return value
+
+    def text(
+        self,
+        *names: str,
+        default: str | None = None,
+        choices: Sequence[str] = (),
+        ignore_case: bool = False,
+    ) -> str | None:
+        """A string (one of ``choices``, as they spell it, if given); ``default`` when absent or
+        ``""``; ``None`` and an error when it is not one of them."""
+        value = self.take(*names)
+        if value is None or value == "":
+            return default
+        if not isinstance(value, str):
+            self.error(f"expected a string, got {value!r}", *names)
+            return default
+        if not choices:
+            return value
+        found = next((c for c in choices if c == value or (ignore_case and c.lower() == value.lower())), None)
+        if found is None:
+            self.error(f"must be one of {', '.join(choices)}, got {value!r}", *names)
+        return found
+
+    def truth(self, *names: str) -> bool | None:
+        value = self.take(*names)
+        if value is not None and not isinstance(value, bool):
+            self.error(f"expected true or false, got {value!r}", *names)
+            return None
+        return value
+
     def error(self, message: str, *names: str) -> None:
         self.findings.error(self.where(*names) if names else self.path, message)
 

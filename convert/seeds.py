@@ -37,11 +37,9 @@ __all__ = [
     "EXIT_CODE",
     "Replica",
     "chief",
-    "choice",
     "document",
     "expressible",
     "hub_type",
-    "integer",
     "metadata_of",
     "old_type",
     "raise_if",
@@ -49,7 +47,6 @@ __all__ = [
     "single_target",
     "success_policy",
     "template",
-    "text",
     "unique",
 ]
 
@@ -84,49 +81,9 @@ def old_type(hub: str) -> str:
 # --- values -------------------------------------------------------------------------------
 
 
-def integer(
-    r: reader.Reader, *names: str, default: int | None, minimum: int, maximum: int | None = None
-) -> int | None:
-    value = r.take(*names)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int):
-        r.error(f"expected an integer, got {value!r}", *names)
-        return default
-    if value < minimum or (maximum is not None and value > maximum):
-        bounds = f"at least {minimum}" if maximum is None else f"between {minimum} and {maximum}"
-        r.error(f"must be {bounds}, got {value}", *names)
-        return default
-    return value
-
-
-def text(r: reader.Reader, *names: str, default: str | None = None) -> str | None:
-    """A string; ``""`` is the Go zero value, which the old operators read as unset."""
-    value = r.take(*names)
-    if value is None or value == "":
-        return default
-    if not isinstance(value, str):
-        r.error(f"expected a string, got {value!r}", *names)
-        return default
-    return value
-
-
-def choice(r: reader.Reader, *names: str, choices: tuple[str, ...], default: str | None) -> str | None:
-    """One of ``choices``, matched ignoring case, returned as ``choices`` spell it; ``default``
-    when absent, ``None`` (and an error) when it is none of them."""
-    before = len(r.findings.errors)
-    value = text(r, *names)
-    if value is None:
-        return default if len(r.findings.errors) == before else None
-    found = next((c for c in choices if c.lower() == value.lower()), None)
-    if found is None:
-        r.error(f"must be one of {', '.join(choices)}, got {value!r}", *names)
-    return found
-
-
 def runtime_id(spec: reader.Reader) -> str | None:
     """``RuntimeId``/``RuntimeID`` (Go's field name, without a JSON tag) as ``spec.runtimeId``."""
-    value = text(spec, "runtimeId")
+    value = spec.text("runtimeId")
     if value is not None and not _RUNTIME_ID.match(value):
         spec.error(
             f"{value!r} cannot be kubetrain's spec.runtimeId: use 1 to 16 lower-case letters or digits",
@@ -202,8 +159,8 @@ def chief(spec: reader.Reader, replicas: Mapping[str, Replica]) -> tuple[str, in
     policy.finish()
     if found is None:
         return None
-    name = text(found, "replicaName")
-    index = integer(found, "replicaIndex", default=0, minimum=0)
+    name = found.text("replicaName")
+    index = found.integer("replicaIndex", default=0, minimum=0)
     found.finish()
     if name is None:
         found.error("required: the replica type whose exit decides the job", "replicaName")

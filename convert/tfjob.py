@@ -111,8 +111,8 @@ def _to_job(version: _Version, doc: reader.Reader) -> dict[str, Any]:
         doc.error("required", "spec")
         return {}
     runtime = seeds.runtime_id(spec)
-    tf_image = seeds.text(spec, "tfImage") if version.tf_image else None
-    scheduler = seeds.text(spec, "schedulerName") if version.scheduler_name else None
+    tf_image = spec.text("tfImage") if version.tf_image else None
+    scheduler = spec.text("schedulerName") if version.scheduler_name else None
     if not spec.has("replicaSpecs"):
         spec.error("required: the list of replicas", "replicaSpecs")
     entries = [_replica(version, r, tf_image, scheduler) for r in spec.items("replicaSpecs")]
@@ -143,9 +143,9 @@ def _replica(
     version: _Version, r: reader.Reader, tf_image: str | None, scheduler: str | None
 ) -> tuple[seeds.Replica | None, bool]:
     """One entry of replicaSpecs, and whether it runs the default parameter server."""
-    old = seeds.choice(r, "tfReplicaType", choices=TYPES, default="MASTER")
-    count = seeds.integer(r, "replicas", default=1, minimum=0) or 0
-    port = seeds.integer(r, "tfPort", default=DEFAULT_PORT, minimum=1, maximum=65535)
+    old = r.text("tfReplicaType", choices=TYPES, default="MASTER", ignore_case=True)
+    count = r.integer("replicas", default=1, minimum=0) or 0
+    port = r.integer("tfPort", default=DEFAULT_PORT, minimum=1, maximum=65535)
     is_default_ps = r.take("IsDefaultPS") if version.tf_image else None
     if is_default_ps is not None and not isinstance(is_default_ps, bool):
         r.error(f"expected true or false, got {is_default_ps!r}", "IsDefaultPS")
@@ -224,11 +224,11 @@ def _tensorboard(
     tb = spec.child("tensorboard")
     if tb is None:
         return None
-    log_dir = seeds.text(tb, "logDir")
-    image = seeds.text(tb, "image")
+    log_dir = tb.text("logDir")
+    image = tb.text("image")
     volumes = tb.take("volumes")
     mounts = tb.take("volumeMounts")
-    service_type = seeds.text(tb, "serviceType")
+    service_type = tb.text("serviceType")
     tb.finish()
     if log_dir is None:
         tb.error("required: the directory TensorBoard reads", "logDir")

@@ -329,10 +329,10 @@ def test_one_replica_type_twice_and_bad_values_are_errors() -> None:
     specs["Worker"]["restartPolicy"] = "Sometimes"
     doc["spec"]["runPolicy"] = {"backoffLimit": -1, "cleanPodPolicy": "Some"}
     assert errors_of(doc) == [
-        "spec.jaxReplicaSpecs.Worker.restartPolicy: expected one of Always, OnFailure, Never, ExitCode, got 'Sometimes'",
+        "spec.jaxReplicaSpecs.Worker.restartPolicy: must be one of Always, OnFailure, Never, ExitCode, got 'Sometimes'",
         "spec.jaxReplicaSpecs.worker: Worker and worker are the same replica type; keep one",
-        "spec.runPolicy.cleanPodPolicy: expected one of All, Running, None, got 'Some'",
-        "spec.runPolicy.backoffLimit: expected an integer of at least 0, got -1",
+        "spec.runPolicy.cleanPodPolicy: must be one of All, Running, None, got 'Some'",
+        "spec.runPolicy.backoffLimit: must be at least 0, got -1",
     ]
 
 
