@@ -48,11 +48,8 @@ _WHY = f"restartPolicy (kubetrain's Caffe2 default, {seeds.EXIT_CODE}; a restart
 
 
 def _to_job(doc: reader.Reader) -> dict[str, Any]:
-    meta = kinds.metadata(doc)
-    kinds.drop_status(doc)
-    spec = doc.child("spec")
+    meta, spec = kinds.opening(doc)
     if spec is None:
-        doc.error("required", "spec")
         return {}
     runtime = seeds.runtime_id(spec)
     backend = _backend(spec)

@@ -63,11 +63,8 @@ def set_name(replica_type: str) -> str:
 
 
 def _to_job(doc: reader.Reader) -> dict[str, Any]:
-    meta = kinds.metadata(doc)
-    kinds.drop_status(doc)
-    spec = doc.child("spec")
+    meta, spec = kinds.opening(doc)
     if spec is None:
-        doc.error("required", "spec")
         return {}
     spec.text("backend", choices=("mpi",), default="mpi", ignore_case=True)
     master_reader = spec.child("master")

@@ -5,8 +5,8 @@ documentation used) and holds two pure functions: ``to_job`` reads the whole old
 through a :class:`~kubetrain.convert.reader.Reader` and returns a v1beta1 TrainingJob as a
 plain document; ``from_job``, where the old kind can express the job, writes it back,
 raising :class:`Inexpressible` (with paths in the TrainingJob) where it cannot.
-:func:`metadata` reads the object metadata every kind has, and :func:`drop_status` the
-status an exported object carries.
+:func:`metadata` reads the object metadata every kind has, :func:`drop_status` the
+status an exported object carries, and :func:`opening` both and the spec.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import attrs
 from kubetrain.api import v1beta1, validation
 from kubetrain.convert import reader
 
-__all__ = ["API_VERSION", "Inexpressible", "Kind", "drop_status", "metadata"]
+__all__ = ["API_VERSION", "Inexpressible", "Kind", "drop_status", "metadata", "opening"]
 
 API_VERSION = v1beta1.API_VERSION
 
@@ -63,3 +63,14 @@ def metadata(doc: reader.Reader) -> dict[str, Any]:
 
 def drop_status(doc: reader.Reader) -> None:
     doc.drop("not carried over: kubetrain writes the TrainingJob's own status", "status")
+
+
+def opening(doc: reader.Reader) -> tuple[dict[str, Any], reader.Reader | None]:
+    """What every old kind's document starts with: its metadata, a status to drop, and a spec
+    (required: ``None``, with the error, when it is missing)."""
+    meta = metadata(doc)
+    drop_status(doc)
+    spec = doc.child("spec")
+    if spec is None:
+        doc.error("required", "spec")
+    return meta, spec

@@ -144,11 +144,8 @@ class Reading:
 
 def begin(doc: reader.Reader, flavour: Flavour) -> Reading:
     """Metadata, replica specs and run policy of a Kubeflow document; the kind reads the rest."""
-    metadata = kinds.metadata(doc)
-    kinds.drop_status(doc)
-    spec = doc.child("spec")
-    if spec is None:
-        doc.error("required", "spec")
+    metadata, spec = kinds.opening(doc)
+    if spec is None:  # an error already; an empty one lets the rest read on
         spec = reader.Reader({}, ("spec",), doc.findings)
     r = Reading(flavour=flavour, doc=doc, spec=spec, metadata=metadata)
     _replica_specs(r)

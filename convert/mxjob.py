@@ -115,11 +115,8 @@ _KUBEFLOW = _Version(
 
 
 def _to_job(version: _Version, doc: reader.Reader) -> dict[str, Any]:
-    meta = kinds.metadata(doc)
-    kinds.drop_status(doc)
-    spec = doc.child("spec")
+    meta, spec = kinds.opening(doc)
     if spec is None:
-        doc.error("required", "spec")
         return {}
     runtime = seeds.runtime_id(spec)
     mode = spec.text("jobMode", choices=mxnet.MODES, default=None, ignore_case=True)

@@ -104,11 +104,8 @@ def default_ps_template(image: str | None) -> dict[str, Any]:
 
 
 def _to_job(version: _Version, doc: reader.Reader) -> dict[str, Any]:
-    meta = kinds.metadata(doc)
-    kinds.drop_status(doc)
-    spec = doc.child("spec")
+    meta, spec = kinds.opening(doc)
     if spec is None:
-        doc.error("required", "spec")
         return {}
     runtime = seeds.runtime_id(spec)
     tf_image = spec.text("tfImage") if version.tf_image else None
