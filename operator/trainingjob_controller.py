@@ -104,6 +104,9 @@ class TrainingJobReconciler:
         self._refused: dict[str, tuple[lifecycle.Refused, ...]] = {}
         # key -> the gang groups this process created (or found made) for the job
         self._groups: dict[str, set[str]] = {}
+        # Services deleted by a scale-down (namespace/name): the cache may still hold one when
+        # its worker is scaled back up, and it must not pass for existing then.
+        self._deleted_services: set[str] = set()
 
     async def reconcile(self, request: rec.Request) -> rec.Result:
         obj = self._fetch(str(request))
@@ -322,7 +325,10 @@ class TrainingJobReconciler:
         # creating one that exists is refused with 409, which keeps the job's first key.
         stores = {"ConfigMap": self.config_maps.store, "Service": self.services.store}
         store = stores.get(obj["kind"])
-        return store is not None and store.get(cache.key_of(obj)) is not None
+        key = cache.key_of(obj)
+        if obj["kind"] == "Service" and key in self._deleted_services:
+            return False
+        return store is not None and store.get(key) is not None
 
     async def _create_one(self, job: v1beta1.TrainingJob, obj: Obj) -> lifecycle.Refused | None:
         group = self._is_group(obj)
@@ -330,6 +336,7 @@ class TrainingJobReconciler:
         assert resource is not None
         try:
             await self.api.create(resource, obj, obj["metadata"]["namespace"])
+            self._deleted_services.discard(cache.key_of(obj))
         except client.ApiError as e:
             if e.status == 409:  # AlreadyExists: made by an earlier reconcile; names are unique
                 return None
@@ -411,6 +418,7 @@ class TrainingJobReconciler:
     async def _delete_surplus_services(self, job: v1beta1.TrainingJob) -> None:
         owned = self.services.store.by_index("owner", f"{job.metadata.namespace}/{job.metadata.name}")
         names = cleanup.surplus_services(job.spec, owned)
+        self._deleted_services |= {f"{job.metadata.namespace}/{n}" for n in names}
         await asyncio.gather(
             *(
                 self._delete_exactly(client.CHILDREN["Service"], n, job.metadata.namespace, None)

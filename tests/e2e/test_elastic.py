@@ -79,6 +79,11 @@ def test_kubectl_scale_adds_and_removes_workers_without_a_restart_or_a_charge(
     assert s.get("restarts", {}) in ({}, {"userCode": 0, "infrastructure": 0, "uncharged": 0})
     assert not s.get("failures")
 
+    # Back up at once: worker 2 comes again, and so does its Service, deleted a moment ago.
+    cluster.kubectl("scale", f"tj/{NAME}", "-n", namespace, "--replicas=3")
+    again = running_pods(cluster, namespace, NAME, 3)
+    eventually("worker 2's Service again", lambda: services(cluster, namespace) == sorted(again))
+
     refused = cluster.kubectl("scale", f"tj/{NAME}", "-n", namespace, "--replicas=4", check=False)
     assert refused.returncode != 0
     assert "must lie between framework.pytorch.elastic.minReplicas and maxReplicas" in refused.stderr
