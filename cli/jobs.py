@@ -24,6 +24,7 @@ from typing import Any
 from kubetrain import client
 from kubetrain.api import v1beta1
 from kubetrain.cli import cluster, errors, logs, output, wait
+from kubetrain.client import jobs as client_jobs
 
 __all__ = ["register", "replicas_cell", "rows", "state_cell"]
 
@@ -64,8 +65,9 @@ def register(sub: Any, cluster_flags: argparse.ArgumentParser) -> None:
 
 
 def _submit(args: argparse.Namespace) -> int:
+    bodies = client_jobs.read_file(args.file)  # a bad file is said as such, cluster or not
     with cluster.connect(args) as c:
-        created = c.create_from_file(args.file, namespace=args.namespace)
+        created = [c.create(body, namespace=args.namespace) for body in bodies]
         for job in created:
             print(f"{output.resource(job)} created", flush=True)
         if not (args.wait or args.follow):

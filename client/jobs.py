@@ -46,6 +46,12 @@ async def create(c: connection.Connection, job: Job | Mapping[str, Any], namespa
 
 async def create_from_file(c: connection.Connection, path: str, namespace: str | None) -> list[Job]:
     """Every TrainingJob of the file, all checked before the first is sent."""
+    return [await _post(c, body, namespace) for body in read_file(path)]
+
+
+def read_file(path: str) -> list[dict[str, Any]]:
+    """Every TrainingJob of a YAML file (``-``: standard input), checked and as v1beta1 — no
+    cluster needed, so a bad file is told as such before any connection is tried."""
     try:
         docs = documents.load(path)
     except documents.DocumentError as e:
@@ -58,7 +64,7 @@ async def create_from_file(c: connection.Connection, path: str, namespace: str |
             raise errors.InvalidInput(str(doc.explain(e))) from None
     if not bodies:
         raise errors.InvalidInput(f"{path}: no TrainingJob in it")
-    return [await _post(c, body, namespace) for body in bodies]
+    return bodies
 
 
 async def _post(c: connection.Connection, body: dict[str, Any], namespace: str | None) -> Job:
