@@ -9,6 +9,7 @@ COPY operator ./operator
 COPY devcluster ./devcluster
 COPY client ./client
 COPY cli ./cli
+COPY convert ./convert
 RUN python -m venv /opt/kubetrain \
  && /opt/kubetrain/bin/pip install --upgrade pip setuptools \
  && /opt/kubetrain/bin/pip install .

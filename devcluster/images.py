@@ -130,7 +130,16 @@ def operator(root: pathlib.Path) -> Image:
         packages=("python3", "python3-venv", "ca-certificates"),
         files=tuple(
             (f"/src/{p}", root / p)
-            for p in ("pyproject.toml", "README.md", "api", "operator", "devcluster", "client", "cli")
+            for p in (
+                "pyproject.toml",
+                "README.md",
+                "api",
+                "operator",
+                "devcluster",
+                "client",
+                "cli",
+                "convert",
+            )
         ),
         wheels_from=root,
         entrypoint=(f"{VENV}/bin/kubetrain-operator",),
