@@ -155,6 +155,11 @@ class FrameworkSpec:
         ),
     )
 
+    @property
+    def elastic(self) -> ElasticPolicy | None:
+        """The elastic policy (``pytorch.elastic``), if the job's world may change size."""
+        return self.pytorch.elastic if self.pytorch is not None else None
+
     @validation.cross_field
     def __attrs_post_init__(self) -> None:
         errors = [

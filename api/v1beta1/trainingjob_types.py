@@ -279,7 +279,7 @@ class TrainingJobSpec:
                 path=("runPolicy", "backoffLimit"),
                 message="set runPolicy.backoffLimit or failurePolicy.budgets.userCode.limit, not both",
             )
-        elastic = self.framework.pytorch.elastic if self.framework.pytorch is not None else None
+        elastic = self.framework.elastic
         workers = self.replica_specs.get("Worker")
         if (
             elastic is not None

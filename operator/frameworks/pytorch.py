@@ -68,9 +68,8 @@ def _env(world: framework.World, replica: framework.Replica) -> Mapping[str, str
         "PET_NPROC_PER_NODE": nproc,
         "PYTHONUNBUFFERED": "1",
     }
-    options = world.job.spec.framework.pytorch
-    if options is not None and options.elastic is not None:
-        elastic = options.elastic
+    elastic = world.job.spec.framework.elastic
+    if elastic is not None:
         env.update(
             {
                 "PET_NNODES": f"{elastic.min_replicas}:{elastic.max_replicas}",
@@ -113,7 +112,7 @@ def _rules(job: v1beta1.TrainingJob) -> Iterator[validation.FieldError]:
 def _elastic_rules(spec: v1beta1.TrainingJobSpec) -> Iterator[validation.FieldError]:
     # Its worker count between the bounds is a rule of the API (TrainingJobSpec), with a CEL
     # twin, since the scale subresource's writes reach no webhook.
-    if _elastic(spec) is None:
+    if spec.framework.elastic is None:
         return
     for key in spec.replica_specs:
         if key != WORKER:
@@ -124,14 +123,9 @@ def _elastic_rules(spec: v1beta1.TrainingJobSpec) -> Iterator[validation.FieldEr
             )
 
 
-def _elastic(spec: v1beta1.TrainingJobSpec) -> v1beta1.ElasticPolicy | None:
-    options = spec.framework.pytorch
-    return options.elastic if options is not None else None
-
-
 def _scope(spec: v1beta1.TrainingJobSpec) -> v1beta1.RestartScope:
     # The others re-form the world without the lost node, so only that pod is replaced.
-    return v1beta1.RestartScope.JOB if _elastic(spec) is None else v1beta1.RestartScope.POD
+    return v1beta1.RestartScope.JOB if spec.framework.elastic is None else v1beta1.RestartScope.POD
 
 
 FRAMEWORK = framework.Framework(

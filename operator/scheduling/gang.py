@@ -75,6 +75,5 @@ def of_attempts(job: v1beta1.TrainingJob, late: Mapping[str, bool] | None = None
 
 def _fewest(job: v1beta1.TrainingJob, size: int) -> int:
     """The fewest pods the job trains with: ``minReplicas`` of an elastic job, else all."""
-    options = job.spec.framework.pytorch
-    elastic = options.elastic if options is not None else None
+    elastic = job.spec.framework.elastic
     return size if elastic is None else min(size, elastic.min_replicas)

@@ -139,7 +139,7 @@ def _changed_immutables(
         )
     if a.run_policy.suspend or b.run_policy.suspend:
         return
-    if b.framework.pytorch is None or b.framework.pytorch.elastic is None:
+    if b.framework.elastic is None:
         for key in sorted(set(a.replica_specs) & set(b.replica_specs)):
             if a.replica_specs[key].replicas != b.replica_specs[key].replicas:
                 yield validation.FieldError(
