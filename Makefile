@@ -83,8 +83,8 @@ test: lint control-plane realcode-deps ## everything CI runs: lint, types, and e
 	$(BIN_PATH) $(BIN)/pytest --hypothesis-show-statistics $(PYTEST_ARGS) tests/unit tests/property tests/realcode tests/integration tests/e2e tests/node
 
 .PHONY: bench
-bench: install control-plane ## runtime benchmark: 10,000 pods, cache sync, RSS, no-op reconcile rate
-	$(BIN_PATH) $(BIN)/python bench/runtime_bench.py
+bench: install control-plane ## runtime benchmark: 10,000 pods + Services + 2,500 jobs, RSS by cache, sync, no-op reconcile rate
+	$(BIN_PATH) $(BIN)/python bench/runtime_bench.py $(BENCH_ARGS)
 
 .PHONY: bench-jobs
 bench-jobs: install control-plane ## jobs benchmark: 500 TrainingJobs to Running vs a plain client, API requests/job

@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Sequence
 
 from kubetrain.api import validation
-from kubetrain.operator import accelerators, scheduling, trainingjob_controller, webhooks
+from kubetrain.operator import accelerators, projection, scheduling, trainingjob_controller, webhooks
 from kubetrain.operator.runtime import cache, client, controller, logs, manager, tracing
 
 __all__ = ["main", "parser"]
@@ -99,10 +99,15 @@ def build(
             cert_dir=args.cert_dir,
         ),
     )
-    jobs = mgr.informer(client.TRAININGJOBS)
+    # Each cache keeps only what the operator reads of its kind (kubetrain.operator.projection).
+    jobs = mgr.informer(client.TRAININGJOBS, transform=projection.training_job)
     children = {
-        r: mgr.informer(r, label_selector=CHILD_SELECTOR, indexers={"owner": cache.by_owner()})
-        for r in (client.PODS, client.SERVICES, client.CONFIGMAPS)
+        r: mgr.informer(r, label_selector=CHILD_SELECTOR, indexers={"owner": cache.by_owner()}, transform=t)
+        for r, t in (
+            (client.PODS, projection.pod),
+            (client.SERVICES, projection.service),
+            (client.CONFIGMAPS, projection.config_map),
+        )
     }
     # Pods that vanish between two reconciles are still counted, through their tombstones.
     tombstones = cache.Tombstones(cache.by_owner())
@@ -113,7 +118,7 @@ def build(
         pods=children[client.PODS],
         services=children[client.SERVICES],
         config_maps=children[client.CONFIGMAPS],
-        nodes=mgr.informer(client.NODES),
+        nodes=mgr.informer(client.NODES, transform=projection.node),
         tombstones=tombstones,
         accelerator_config=accelerator_config,
         scheduler=scheduler,

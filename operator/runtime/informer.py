@@ -15,7 +15,10 @@ The loop, as client-go's reflector runs it:
 Handlers are called in order, in the informer's task, with ``(event, new, old)`` where
 event is ADDED, MODIFIED or DELETED; they must not block. Objects are stored after
 ``transform`` — by default :func:`strip_managed_fields`, which the operator never reads
-and which is a large share of every object's size.
+and which is a large share of every object's size. The operator's informers go further:
+each keeps only the fields the operator reads of its kind (:mod:`kubetrain.operator.projection`).
+The transform runs before the store and the handlers see the object, and must keep what
+they need: ``metadata.name``, ``namespace`` and ``resourceVersion`` at least.
 """
 
 from __future__ import annotations

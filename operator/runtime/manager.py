@@ -18,7 +18,7 @@ import logging
 import pathlib
 import socket
 import uuid
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 import attrs
 
@@ -72,8 +72,12 @@ class Manager:
         *,
         label_selector: str | None = None,
         indexers: Mapping[str, cache.Indexer] | None = None,
+        transform: Callable[[cache.Obj], cache.Obj] = informer.strip_managed_fields,
     ) -> informer.Informer:
-        """The shared informer for ``resource`` (one per resource and selector)."""
+        """The shared informer for ``resource`` (one per resource and selector).
+
+        ``transform`` is what its cache keeps of each object (the first caller's).
+        """
         key = (resource, label_selector)
         if key not in self._informers:
             self._informers[key] = informer.Informer(
@@ -82,6 +86,7 @@ class Manager:
                 namespace=self.options.namespace,
                 label_selector=label_selector,
                 indexers=indexers,
+                transform=transform,
             )
         return self._informers[key]
 

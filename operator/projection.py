@@ -1,0 +1,241 @@
+"""What the operator's caches keep of each kind: only the fields it reads.
+
+An informer stores every object it lists or watches for as long as the object exists, and
+an apiserver's pod is mostly what the operator never looks at — ``managedFields``, the
+whole spec the operator rendered itself, every container's image, IDs and start times. At
+40,000 pods that is most of the operator's memory. So each cache stores a *projection*: a
+new, small dict holding exactly what its readers use — the projection of
+controller-runtime's cache transforms, written per kind:
+
+- **Pods** keep what :meth:`kubetrain.operator.observed.Pod.of` reads (name, uid, the
+  replica labels, creation and deletion times, ``spec.nodeName``, phase and reason, each
+  container's name, restart count and the exit code, reason and waiting reason of its
+  ``state``/``lastState``, the condition types and statuses with the reason of a
+  disruption and the reason, message and time of ``PodScheduled: False``), what the
+  reconciler's Kueue path reads (every label, the ``retriable-in-group`` annotation) and
+  what the caches themselves need: ``namespace`` and ``resourceVersion`` (the store's key
+  and its re-list comparison), the controlling owner reference (the ``owner`` index, the
+  tombstones and the controller's owner handler), ``apiVersion`` and ``kind``.
+- **Services** and **ConfigMaps** keep their metadata's identity, labels (a scale-down
+  reads the replica labels of Services) and controlling owner: the reconciler asks only
+  whether they exist and whose they are, never for their spec or data.
+- **Nodes** keep their name: the reconciler asks only whether a pod's node still exists.
+- **TrainingJobs** keep everything but ``managedFields`` and kubectl's
+  ``last-applied-configuration`` annotation (a second copy of the spec): the reconciler
+  decodes the whole spec and status.
+
+Keys are written here as literals, so every projected object shares one copy of each key
+string, which decoding JSON event by event does not; the strings objects have in common
+(namespaces, labels, owner names and UIDs, phases, condition types, container names and
+reasons, and every key and short string of a TrainingJob) are interned for the same reason,
+and the small dicts many pods hold alike — a condition without details, a running
+container's name and restart count — are stored once and shared. A cached object is read,
+never written (:mod:`.runtime.cache`), so sharing is safe. The projections are pure: they
+build new dicts and never change their argument. A new reader of a cached field must add it here; the
+tests check that :meth:`~kubetrain.operator.observed.Pod.of` and the lifecycle see the
+same of a pod and of its projection.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kubetrain.operator.scheduling import kueue
+
+__all__ = ["LAST_APPLIED", "Projection", "config_map", "node", "pod", "service", "training_job"]
+
+Obj = dict[str, Any]
+Projection = Callable[[Obj], Obj]
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+# The annotations of a pod that the operator reads.
+_POD_ANNOTATIONS = (kueue.RETRIABLE,)
+# True conditions whose reason the failure semantics read (a disruption's cause).
+_DISRUPTIONS = frozenset({"DisruptionTarget", "TerminationTarget"})
+
+# sys.intern'd strings are freed with their last reference, except on CPython 3.12.0-3.12.5, where
+# they were immortal (python/cpython#113993): there, interning every job's names would leak them.
+_intern: Callable[[str], str] = (
+    sys.intern if not ((3, 12) <= sys.version_info[:3] < (3, 12, 6)) else lambda s: s
+)
+# Strings longer than this are unlikely to be shared: not worth hashing.
+_SHORT = 64
+# Small dicts many pods hold alike (a condition without details, a running container's name and
+# restart count) are stored once and shared; a bounded number of them.
+_SHARED_MAX = 4096
+_shared: dict[tuple[tuple[str, type, Any], ...], Obj] = {}
+
+
+def pod(obj: Obj) -> Obj:
+    meta = obj.get("metadata") or {}
+    out_meta = _identity(meta)
+    _copy(out_meta, meta, "creationTimestamp")
+    annotations = meta.get("annotations") or {}
+    kept = {k: _text(annotations[k]) for k in _POD_ANNOTATIONS if k in annotations}
+    if kept:
+        out_meta["annotations"] = kept
+    out = _object(obj, out_meta)
+    node_name = (obj.get("spec") or {}).get("nodeName")
+    if node_name is not None:
+        out["spec"] = {"nodeName": _text(node_name)}
+    status = _pod_status(obj.get("status") or {})
+    if status:
+        out["status"] = status
+    return out
+
+
+def service(obj: Obj) -> Obj:
+    return _object(obj, _identity(obj.get("metadata") or {}))
+
+
+def config_map(obj: Obj) -> Obj:
+    return _object(obj, _identity(obj.get("metadata") or {}))
+
+
+def node(obj: Obj) -> Obj:
+    meta = obj.get("metadata") or {}
+    out_meta: Obj = {}
+    for key in ("name", "uid", "resourceVersion"):
+        _copy(out_meta, meta, key)
+    return _object(obj, out_meta)
+
+
+def training_job(obj: Obj) -> Obj:
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
+    annotations = meta.get("annotations")
+    if annotations and LAST_APPLIED in annotations:
+        rest = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
+        if rest:
+            meta["annotations"] = rest
+        else:
+            del meta["annotations"]
+    out: Obj = _interned({**obj, "metadata": meta})
+    return out
+
+
+# --- pieces --------------------------------------------------------------------------------
+
+
+def _object(obj: Obj, meta: Obj) -> Obj:
+    out: Obj = {}
+    if "apiVersion" in obj:
+        out["apiVersion"] = _text(obj["apiVersion"])
+    if "kind" in obj:
+        out["kind"] = _text(obj["kind"])
+    out["metadata"] = meta
+    return out
+
+
+def _identity(meta: Mapping[str, Any]) -> Obj:
+    """Name, namespace, uid, resourceVersion, deletion, labels and controlling owner."""
+    out: Obj = {}
+    _copy(out, meta, "name")
+    _copy(out, meta, "namespace", _text)
+    # Owners' UIDs are shared by their children's references: the objects' own are not.
+    for key in ("uid", "resourceVersion", "deletionTimestamp"):
+        _copy(out, meta, key)
+    labels = meta.get("labels")
+    if labels:
+        out["labels"] = {_intern(k): _text(v) for k, v in labels.items()}
+    owners = [_owner(ref) for ref in meta.get("ownerReferences") or () if ref.get("controller")]
+    if owners:
+        out["ownerReferences"] = owners
+    return out
+
+
+def _owner(ref: Mapping[str, Any]) -> Obj:
+    out: Obj = {}
+    for key in ("apiVersion", "kind", "name", "uid"):
+        _copy(out, ref, key, _text)
+    out["controller"] = ref["controller"]
+    return out
+
+
+def _pod_status(status: Mapping[str, Any]) -> Obj:
+    out: Obj = {}
+    _copy(out, status, "phase", _text)
+    if status.get("reason"):
+        out["reason"] = _text(status["reason"])
+    # A malformed list is left out rather than raised: the informer must go on.
+    for key in ("initContainerStatuses", "containerStatuses"):
+        if status.get(key):
+            out[key] = [_share(_container(c)) for c in status[key] if isinstance(c, Mapping)]
+    if status.get("conditions"):
+        out["conditions"] = [_share(_condition(c)) for c in status["conditions"] if isinstance(c, Mapping)]
+    return out
+
+
+def _container(c: Mapping[str, Any]) -> Obj:
+    out: Obj = {}
+    _copy(out, c, "name", _text)
+    _copy(out, c, "restartCount")
+    state = c.get("state") or {}
+    kept: Obj = {}
+    if state.get("terminated"):
+        kept["terminated"] = _terminated(state["terminated"])
+    reason = (state.get("waiting") or {}).get("reason")
+    if reason:
+        kept["waiting"] = {"reason": _text(reason)}
+    if kept:
+        out["state"] = kept
+    last = (c.get("lastState") or {}).get("terminated")
+    if last:
+        out["lastState"] = {"terminated": _terminated(last)}
+    return out
+
+
+def _terminated(t: Mapping[str, Any]) -> Obj:
+    # Never empty: an empty dict would read as "not terminated".
+    out: Obj = {"exitCode": t.get("exitCode", 0)}
+    if t.get("reason"):
+        out["reason"] = _text(t["reason"])
+    return out
+
+
+def _condition(c: Mapping[str, Any]) -> Obj:
+    out: Obj = {}
+    ctype, status = c.get("type"), c.get("status")
+    _copy(out, c, "type", _text)
+    _copy(out, c, "status", _text)
+    if status == "True" and ctype in _DISRUPTIONS:
+        _copy(out, c, "reason", _text)
+    elif status == "False" and ctype == "PodScheduled":
+        for key in ("reason", "message", "lastTransitionTime"):
+            _copy(out, c, key)
+    return out
+
+
+def _interned(value: Any) -> Any:
+    """``value`` rebuilt with its keys and short strings interned."""
+    if isinstance(value, dict):
+        return {_intern(k): _interned(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interned(v) for v in value]
+    return _text(value)
+
+
+def _share(d: Obj) -> Obj:
+    """The one stored dict equal to ``d``, if ``d`` holds only plain values."""
+    try:
+        # The type too: 1 and True are equal keys, and must not share.
+        key = tuple((k, type(v), v) for k, v in d.items())
+        found = _shared.get(key)
+    except TypeError:  # a value that is not hashable
+        return d
+    if found is not None:
+        return found
+    if len(_shared) < _SHARED_MAX:
+        _shared[key] = d
+    return d
+
+
+def _copy(out: Obj, source: Mapping[str, Any], key: str, value: Callable[[Any], Any] = lambda v: v) -> None:
+    if key in source:
+        out[key] = value(source[key])
+
+
+def _text(value: Any) -> Any:
+    """The interned string, for short strings (many objects share them); anything else as it is."""
+    return _intern(value) if type(value) is str and len(value) <= _SHORT else value
