@@ -126,7 +126,8 @@ def _migrate_storage(args: argparse.Namespace) -> int:
     from kubetrain.operator.runtime import client
 
     async def run() -> migration.Report:
-        return await migration.migrate(await client.Client.connect(args.kubeconfig))
+        async with await client.Client.connect(args.kubeconfig) as api:
+            return await migration.migrate(api)
 
     report = asyncio.run(run())
     print(

@@ -125,7 +125,12 @@ def build(
     )
     if mgr.webhooks is not None:
         webhooks.register(mgr.webhooks, api, accelerator_config)
-    owned = [controller.OwnedKind(i, "TrainingJob") for i in children.values()]
+    # A job's Services and ConfigMap matter by being there: made by its own pass, only their
+    # deletion needs it again. Every change to its pods does.
+    owned = [
+        controller.OwnedKind(i, "TrainingJob", events=None if r is client.PODS else {"DELETED"})
+        for r, i in children.items()
+    ]
     mgr.add(
         controller.Controller("trainingjob", reconciler, jobs, owned, workers=args.max_concurrent_reconciles)
     )
@@ -165,6 +170,7 @@ async def run(args: argparse.Namespace) -> int:
     try:
         return await mgr.run(stop)
     finally:
+        await api.close()
         if provider is not None:
             provider.shutdown()
         log.info("kubetrain-operator stopped")

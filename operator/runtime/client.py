@@ -1,6 +1,6 @@
 """Every request the operator makes goes through one door.
 
-kr8s supplies configuration, authentication and the HTTP session; :class:`Client` adds
+kr8s supplies configuration and authentication, :mod:`~.transport` the HTTP; :class:`Client` adds
 what an operator must have on top: a timeout on every request, a client-side QPS and
 burst limit (a token bucket shared by all requests), writes as patches only — JSON
 merge patches (optionally to the status subresource) or server-side apply with one field
@@ -18,11 +18,10 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
 import attrs
-import httpx
 import kr8s.asyncio
 from opentelemetry import trace
 
-from kubetrain.operator.runtime import ratelimit
+from kubetrain.operator.runtime import ratelimit, transport
 
 __all__ = [
     "CHILDREN",
@@ -63,7 +62,7 @@ class Resource:
     def parts(
         self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
     ) -> tuple[str, str, str]:
-        """(base, version, rest) as kr8s's ``call_api`` wants them."""
+        """(base, version, rest): the pieces of the resource's path."""
         base = "/apis" if self.group else "/api"
         rest = [f"namespaces/{namespace}"] if namespace and self.namespaced else []
         rest.append(self.plural)
@@ -146,14 +145,14 @@ class _TokenBucket:
 class Client:
     def __init__(
         self,
-        api: kr8s.asyncio.Api,
+        http: transport.Transport,
         *,
         qps: float = 20.0,
         burst: int = 30,
         timeout: float = 30.0,
         field_manager: str = FIELD_MANAGER,
     ) -> None:
-        self._api = api
+        self._http = http
         self._bucket = _TokenBucket(qps, burst)
         self.timeout = timeout
         self.field_manager = field_manager
@@ -165,7 +164,7 @@ class Client:
         """A client on the same session without the write gate (for the Lease itself), with a
         rate limit of its own (this one's, unless given)."""
         return Client(
-            self._api,
+            self._http,
             qps=self._bucket.qps if qps is None else qps,
             burst=self._bucket.burst if burst is None else burst,
             timeout=self.timeout,
@@ -177,7 +176,17 @@ class Client:
         # Not kr8s.asyncio.api(): it caches by id(event loop), and a new loop can reuse the id
         # of a closed one and get its dead session back.
         api = await kr8s.asyncio.Api(kubeconfig=kubeconfig, bypass_factory=True)
-        return cls(api, **options)
+        return cls(transport.Transport(api), **options)
+
+    async def close(self) -> None:
+        """Close the connections (of every client on this one's session)."""
+        await self._http.close()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.close()
 
     async def request(
         self,
@@ -195,20 +204,23 @@ class Client:
         if method != "GET" and not self.write_gate():
             raise NotLeaderError(f"{method} {resource.plural}/{name or ''} refused: not the leader")
         await self._bucket.acquire()
-        base, version, rest = resource.parts(namespace, name, subresource)
-        kwargs: dict[str, Any] = {"params": dict(params or {}), "timeout": timeout or self.timeout}
+        headers = {"Accept": "application/json"}
         if body is not None:
-            kwargs["content"] = json.dumps(body)
-            kwargs["headers"] = {"Content-Type": content_type}
+            headers["Content-Type"] = content_type
         try:
-            async with self._api.call_api(
-                method, version=version, base=base, url=rest, raise_for_status=False, **kwargs
-            ) as response:
-                return _decode(response)
-        except kr8s.APITimeoutError as e:
-            raise ApiError(504, "Timeout", str(e)) from e
-        except httpx.TransportError as e:
-            raise ApiError(503, "Unavailable", f"{type(e).__name__}: {e}") from e
+            response = await self._http.request(
+                method,
+                resource.path(namespace, name, subresource),
+                params=params or {},
+                body=None if body is None else json.dumps(body).encode(),
+                headers=headers,
+                timeout=timeout or self.timeout,
+            )
+        except TimeoutError as e:
+            raise ApiError(504, "Timeout", f"no answer within {timeout or self.timeout:g}s") from e
+        except transport.TransportError as e:
+            raise ApiError(503, "Unavailable", str(e)) from e
+        return _decode(response)
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Any:
         return await self.request("GET", resource, namespace=namespace, name=name)
@@ -289,29 +301,18 @@ class Client:
     ) -> AsyncIterator[dict[str, Any]]:
         """The events of a watch, one JSON object per line; a silent stream times out."""
         await self._bucket.acquire()
-        base, version, rest = resource.parts(namespace)
-        timeout = httpx.Timeout(self.timeout, read=read_timeout)
         try:
-            async with self._api.call_api(
-                "GET",
-                version=version,
-                base=base,
-                url=rest,
-                stream=True,
-                raise_for_status=False,
-                params=dict(params),
-                timeout=timeout,
-            ) as response:
-                if response.is_error:
-                    await response.aread()
+            async with self._http.stream(
+                resource.path(namespace), params=params, timeout=self.timeout, read_timeout=read_timeout
+            ) as (response, lines):
+                if response.status >= 300:
                     _decode(response)
-                async for line in response.aiter_lines():
-                    if line:
-                        yield json.loads(line)
-        except kr8s.APITimeoutError as e:
+                async for line in lines:
+                    yield json.loads(line)
+        except TimeoutError as e:
             raise ApiError(504, "Timeout", "watch was silent too long") from e
-        except httpx.TransportError as e:
-            raise ApiError(503, "Unavailable", f"{type(e).__name__}: {e}") from e
+        except transport.TransportError as e:
+            raise ApiError(503, "Unavailable", str(e)) from e
 
 
 def merge_patch_between(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
@@ -328,17 +329,20 @@ def merge_patch_between(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[
     return patch
 
 
-def _decode(response: httpx.Response) -> Any:
+def _decode(response: transport.Response) -> Any:
+    text = response.body.decode(errors="replace")
     try:
-        data = response.json() if response.content else {}
+        data = json.loads(response.body) if response.body else {}
     except json.JSONDecodeError:
-        data = {"message": response.text}
-    if response.is_error:
+        data = {"message": text}
+    if not isinstance(data, dict):
+        data = {"message": text}
+    if response.status >= 400:
         causes = (data.get("details") or {}).get("causes") or ()
         raise ApiError(
-            response.status_code,
+            response.status,
             str(data.get("reason", "")),
-            str(data.get("message", response.text)),
+            str(data.get("message", text)),
             tuple(c for c in causes if isinstance(c, Mapping)),
         )
     return data
