@@ -2,7 +2,9 @@
 
 Events of the primary kind enqueue its key, unless only its status or metadata changed
 (the *generation-changed* predicate: status writes must not wake the reconciler that made
-them). Events of owned kinds enqueue the key of their controlling owner. Workers start
+them). Events of owned kinds enqueue the key of their controlling owner. What the initial
+lists bring, and a new object's first pass, wait at :data:`~.workqueue.LOW` priority: a
+change to what runs already — its pods, its spec — goes first. Workers start
 only after every informer has synced. Each reconcile runs in its own span carrying the
 key, the generation and the result, and its outcome drives the queue: ``Result()``
 forgets the key's backoff, ``requeue_after`` delays it, an error backs it off, a
@@ -14,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from opentelemetry import trace
 
@@ -27,10 +29,17 @@ _tracer = trace.get_tracer("kubetrain.operator.runtime.controller")
 
 
 class OwnedKind:
-    """An owned kind: events map to the key of the owner of ``owner_kind`` that controls the object."""
+    """An owned kind: events map to the key of the owner of ``owner_kind`` that controls the object.
 
-    def __init__(self, source: informer.Informer, owner_kind: str) -> None:
+    ``events``, when given, are the only events (ADDED, MODIFIED, DELETED) that do; what the
+    initial list brings always does.
+    """
+
+    def __init__(
+        self, source: informer.Informer, owner_kind: str, *, events: Collection[str] | None = None
+    ) -> None:
         self.source, self.owner_kind = source, owner_kind
+        self.events = None if events is None else frozenset(events)
 
 
 class Controller:
@@ -54,7 +63,7 @@ class Controller:
         metrics.WORKQUEUE_LONGEST.labels(name).set_function(self.queue.longest_running_seconds)
         primary.add_handler(self._on_primary)
         for kind in self.owned:
-            kind.source.add_handler(self._owner_handler(kind.owner_kind))
+            kind.source.add_handler(self._owner_handler(kind))
         metrics.MAX_CONCURRENT.labels(name).set(workers)
 
     def _on_primary(self, event: str, obj: cache.Obj, old: cache.Obj | None) -> None:
@@ -65,14 +74,17 @@ class Controller:
             and old["metadata"].get("deletionTimestamp") == obj["metadata"].get("deletionTimestamp")
         ):
             return  # only status or metadata changed
-        self.queue.add(_request(obj))
+        self.queue.add(_request(obj), _priority(self.primary, first=event == "ADDED"))
 
-    def _owner_handler(self, owner_kind: str) -> informer.Handler:
+    def _owner_handler(self, kind: OwnedKind) -> informer.Handler:
         def handler(event: str, obj: cache.Obj, old: cache.Obj | None) -> None:
+            if kind.events is not None and event not in kind.events and kind.source.synced.is_set():
+                return
             meta = obj["metadata"]
             for ref in meta.get("ownerReferences", []):
-                if ref.get("controller") and ref.get("kind") == owner_kind:
-                    self.queue.add(reconcile.Request(meta.get("namespace", ""), ref["name"]))
+                if ref.get("controller") and ref.get("kind") == kind.owner_kind:
+                    request = reconcile.Request(meta.get("namespace", ""), ref["name"])
+                    self.queue.add(request, _priority(kind.source))
 
         return handler
 
@@ -129,6 +141,12 @@ class Controller:
         metrics.ACTIVE_WORKERS.labels(self.name).dec()
         metrics.RECONCILE_TOTAL.labels(self.name, outcome).inc()
         metrics.RECONCILE_TIME.labels(self.name).observe(time.monotonic() - started)
+
+
+def _priority(source: informer.Informer, *, first: bool = False) -> int:
+    """LOW for an object's first pass and for what an initial list delivers (the informer is not
+    synced while it delivers it); NORMAL for a change to something already reconciled."""
+    return workqueue.LOW if first or not source.synced.is_set() else workqueue.NORMAL
 
 
 def _generation(obj: cache.Obj) -> int:

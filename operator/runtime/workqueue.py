@@ -7,6 +7,12 @@
 - **Delays.** :meth:`add_after` for ``Result(requeue_after)``; :meth:`add_rate_limited`
   for errors, with the delay from a :mod:`~.ratelimit` limiter. A key delayed twice keeps
   the earlier time.
+- **Priorities.** A key is added with a priority (:data:`NORMAL` unless said otherwise) and
+  the highest waiting priority is handed out first, in order of adding within one; a key
+  added again with a higher priority moves up, never down. The controller gives a job's
+  first pass (and everything the initial list brings) :data:`LOW`, so thousands of new jobs
+  never hold back the status of a job whose pods just changed — controller-runtime's
+  priority queue does the same.
 
 The bookkeeping is synchronous (:meth:`get_nowait`) and driven by an injected clock, so
 it is property-tested without an event loop; :meth:`get` is the async wait around it.
@@ -19,15 +25,17 @@ import contextlib
 import heapq
 import itertools
 import time
-from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Generic, Protocol, TypeVar
 
 from kubetrain.operator.runtime import ratelimit
 
-__all__ = ["NoMetrics", "QueueMetrics", "WorkQueue"]
+__all__ = ["LOW", "NORMAL", "NoMetrics", "QueueMetrics", "WorkQueue"]
 
 K = TypeVar("K", bound=Hashable)
+
+NORMAL = 0
+LOW = -100
 
 
 class QueueMetrics(Protocol):
@@ -66,8 +74,11 @@ class WorkQueue(Generic[K]):
         self._limiter = rate_limiter or ratelimit.controller_default(clock)
         self._clock = clock
         self._metrics = metrics or NoMetrics()
-        self._queue: deque[K] = deque()
-        self._dirty: set[K] = set()
+        # (-priority, sequence, key); an entry is live while _waiting holds its sequence.
+        self._heap: list[tuple[int, int, K]] = []
+        self._waiting: dict[K, int] = {}
+        # key -> the priority it is owed at: waiting, or to be queued again when done
+        self._dirty: dict[K, int] = {}
         self._processing: dict[K, float] = {}
         self._queued_at: dict[K, float] = {}
         self._delayed: list[tuple[float, int, K]] = []
@@ -78,16 +89,22 @@ class WorkQueue(Generic[K]):
 
     # --- adding ----------------------------------------------------------------------------
 
-    def add(self, key: K) -> None:
-        if self._shutting_down or key in self._dirty:
+    def add(self, key: K, priority: int = NORMAL) -> None:
+        if self._shutting_down:
+            return
+        owed = self._dirty.get(key)
+        if owed is not None:
+            if priority > owed:
+                self._dirty[key] = priority
+                if key in self._waiting:
+                    self._push(key, priority)
             return
         self._metrics.added()
-        self._dirty.add(key)
+        self._dirty[key] = priority
         self._queued_at.setdefault(key, self._clock())
         if key in self._processing:
             return  # queued again by done()
-        self._queue.append(key)
-        self._changed()
+        self._push(key, priority)
 
     def add_after(self, key: K, delay: float) -> None:
         if self._shutting_down:
@@ -117,14 +134,18 @@ class WorkQueue(Generic[K]):
     def get_nowait(self) -> K | None:
         """The next key, now in processing; ``None`` if nothing is due."""
         self._promote_due()
-        if not self._queue:
+        while self._heap:
+            _, seq, key = heapq.heappop(self._heap)
+            if self._waiting.get(key) == seq:
+                break
+        else:
             return None
-        key = self._queue.popleft()
-        self._dirty.discard(key)
+        del self._waiting[key]
+        del self._dirty[key]
         now = self._clock()
         self._processing[key] = now
         self._metrics.started(now - self._queued_at.pop(key, now))
-        self._metrics.depth(len(self._queue))
+        self._metrics.depth(len(self._waiting))
         return key
 
     async def get(self) -> K | None:
@@ -145,9 +166,9 @@ class WorkQueue(Generic[K]):
         started = self._processing.pop(key, None)
         if started is not None:
             self._metrics.finished(self._clock() - started)
-        if key in self._dirty:
-            self._queue.append(key)
-            self._changed()
+        owed = self._dirty.get(key)
+        if owed is not None:
+            self._push(key, owed)
 
     # --- state -----------------------------------------------------------------------------
 
@@ -160,14 +181,14 @@ class WorkQueue(Generic[K]):
         return self._shutting_down
 
     def __len__(self) -> int:
-        return len(self._queue)
+        return len(self._waiting)
 
     def processing(self) -> frozenset[K]:
         return frozenset(self._processing)
 
     def pending(self) -> frozenset[K]:
         """Every key that will still be handed out: queued, dirty or delayed."""
-        return frozenset(self._queue) | frozenset(self._dirty) | frozenset(self._delayed_at)
+        return frozenset(self._dirty) | frozenset(self._delayed_at)
 
     def unfinished_seconds(self) -> float:
         now = self._clock()
@@ -185,6 +206,10 @@ class WorkQueue(Generic[K]):
                 del self._delayed_at[key]
                 self.add(key)
 
-    def _changed(self) -> None:
-        self._metrics.depth(len(self._queue))
+    def _push(self, key: K, priority: int) -> None:
+        # A key moved up leaves its old entry behind, dead: skipped when popped.
+        seq = next(self._seq)
+        self._waiting[key] = seq
+        heapq.heappush(self._heap, (-priority, seq, key))
+        self._metrics.depth(len(self._waiting))
         self._wakeup.set()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from kubetrain.operator.runtime import ratelimit, workqueue
 
 KEYS = st.sampled_from(["a", "b", "c", "d"])
+PRIORITIES = st.sampled_from([workqueue.LOW, workqueue.NORMAL, 7])
 
 
 class FakeClock:
@@ -34,9 +36,9 @@ class QueueMachine(RuleBasedStateMachine):
         self.held: set[str] = set()
         self.owed: set[str] = set()  # added since it was last handed out
 
-    @rule(key=KEYS)
-    def add(self, key: str) -> None:
-        self.queue.add(key)
+    @rule(key=KEYS, priority=PRIORITIES)
+    def add(self, key: str, priority: int) -> None:
+        self.queue.add(key, priority)
         self.owed.add(key)
 
     @rule(key=KEYS, delay=st.floats(0, 2))
@@ -97,3 +99,26 @@ class QueueMachine(RuleBasedStateMachine):
 
 
 TestQueueMachine = QueueMachine.TestCase
+
+
+@given(st.lists(st.tuples(KEYS, PRIORITIES), max_size=30))
+def test_the_highest_priority_waiting_goes_first(adds: list[tuple[str, int]]) -> None:
+    """Drained without workers in between: each key once, at the highest priority it was added
+    with, highest first, and in order of (last) promotion within a priority."""
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(clock=FakeClock())
+    for key, priority in adds:
+        queue.add(key, priority)
+    drained = []
+    while (key := queue.get_nowait()) is not None:
+        drained.append(key)
+    best = {k: max(p for kk, p in adds if kk == k) for k, _ in adds}
+    assert sorted(drained) == sorted(best)
+    assert [best[k] for k in drained] == sorted((best[k] for k in drained), reverse=True)
+    # Within a priority: the order in which keys first reached it.
+    reached = {}
+    for i, (key, priority) in enumerate(adds):
+        if priority == best[key] and key not in reached:
+            reached[key] = i
+    for a, b in zip(drained, drained[1:], strict=False):
+        if best[a] == best[b]:
+            assert reached[a] < reached[b]
