@@ -212,6 +212,11 @@ def step(inp: Input) -> Decision:
 
 
 _WARNING_CONDITIONS = {C.FAILED, C.RESTARTING, C.REPLICA_FAILURE}
+# The normal course is told by the status alone (``kubectl get`` shows the state, ``describe``
+# the conditions): an Event for each of these would be two writes per job that say nothing new.
+# Events are kept for what a user acts on or looks back at: failures, restarts, refusals,
+# scheduling trouble, suspension, and the outcome.
+_QUIET_CONDITIONS = {C.CREATED, C.RUNNING}
 
 
 class _Step:
@@ -290,7 +295,7 @@ class _Step:
         self.conditions = conditions.set_status(
             self.conditions, ctype, status, why, message, self.now, self.inp.generation
         )
-        if flips:
+        if flips and ctype not in _QUIET_CONDITIONS:
             kind = "Warning" if ctype in _WARNING_CONDITIONS else "Normal"
             self.events.append(Event(type=kind, reason=conditions.reason(why), message=message))
 

@@ -54,7 +54,7 @@ from kubetrain.operator import (
 )
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.frameworks import registry as fw_registry
-from kubetrain.operator.policies import cleanup
+from kubetrain.operator.policies import cleanup, pacing
 from kubetrain.operator.runtime import cache, client, events, informer, metrics
 from kubetrain.operator.runtime import reconcile as rec
 from kubetrain.operator.scheduling import backend, registry
@@ -100,10 +100,16 @@ class TrainingJobReconciler:
         self.clock = clock
         # key -> (resourceVersion the write replaced, the object it produced)
         self._written: dict[str, tuple[str, Obj]] = {}
+        # key -> when this process last wrote the job's status (for policies/pacing)
+        self._status_written_at: dict[str, datetime.datetime] = {}
         # key -> what the apiserver refused at the last create pass
         self._refused: dict[str, tuple[lifecycle.Refused, ...]] = {}
         # key -> the gang groups this process created (or found made) for the job
         self._groups: dict[str, set[str]] = {}
+        # What this process created and its caches have not shown yet, by kind.
+        self._expected = {"Pod": cache.Expectations(), "Service": cache.Expectations()}
+        pods.add_handler(self._expected["Pod"].handler)
+        services.add_handler(self._expected["Service"].handler)
         # Services deleted by a scale-down (namespace/name): the cache may still hold one when
         # its worker is scaled back up, and it must not pass for existing then.
         self._deleted_services: set[str] = set()
@@ -115,6 +121,7 @@ class TrainingJobReconciler:
                 self.tombstones.forget(str(request))
             self._refused.pop(str(request), None)
             self._groups.pop(str(request), None)
+            self._status_written_at.pop(str(request), None)
             return rec.Result()
         if obj["metadata"].get("deletionTimestamp"):
             return rec.Result()
@@ -131,6 +138,12 @@ class TrainingJobReconciler:
             return rec.Result()
         # Decide, from the status and what the pods look like now.
         decision = lifecycle.step(self._input(job, fw))
+        # Pods an earlier pass created, which the cache does not show yet, are not made again.
+        decision = attrs.evolve(decision, create=self._not_made(job, decision.create))
+        # Hold a change of the starting pods' counts alone: the next real change carries it.
+        hold = self._hold(job, decision)
+        if hold:
+            return rec.Result(requeue_after=hold)
         # Record the decision before acting on it.
         stored = await self._write_status(obj, job, decision.status)
         if stored is None:
@@ -225,7 +238,32 @@ class TrainingJobReconciler:
         if stored is not None:
             replaced = obj["metadata"]["resourceVersion"]
             self._written[cache.key_of(obj)] = (replaced, informer.strip_managed_fields(stored))
+            self._status_written_at[cache.key_of(obj)] = self.clock()
         return stored
+
+    def _not_made(
+        self, job: v1beta1.TrainingJob, wanted: tuple[tuple[str, int], ...]
+    ) -> tuple[tuple[str, int], ...]:
+        def made(key: str, index: int) -> bool:
+            name = naming.replica_name(job.metadata.name or "", key, index)
+            return self._cached(
+                {"kind": "Pod", "metadata": {"name": name, "namespace": job.metadata.namespace}}
+            )
+
+        return tuple(w for w in wanted if not made(*w))
+
+    def _hold(self, job: v1beta1.TrainingJob, decision: lifecycle.Decision) -> float:
+        """Seconds to hold a status write that only moves the starting pods' counts (policies/pacing)."""
+        if (
+            decision.create
+            or decision.delete
+            or decision.delete_job
+            or decision.events
+            or decision.tensorboard
+        ):
+            return 0.0
+        last = self._status_written_at.get(f"{job.metadata.namespace}/{job.metadata.name}")
+        return pacing.delay(job.status, decision.status, last, self.clock())
 
     async def _patch_status(self, obj: Obj, status_patch: Obj) -> Obj | None:
         """Merge-patch the status of ``obj``, only if it is still the version read; else None."""
@@ -264,7 +302,11 @@ class TrainingJobReconciler:
         """Create the wanted pods and what they need; whether the apiserver refused any."""
         names = {naming.replica_name(job.metadata.name or "", key, i) for key, i in wanted}
         objects = render.render(job, fw, self.scheduler)
-        pods = [o for o in objects if o["kind"] == "Pod" and o["metadata"]["name"] in names]
+        pods = [
+            o
+            for o in objects
+            if o["kind"] == "Pod" and o["metadata"]["name"] in names and not self._cached(o)
+        ]
         for pod in pods:
             accelerators.apply(pod, self.accelerators)
         groups = [o for o in objects if self._is_group(o)]
@@ -321,14 +363,18 @@ class TrainingJobReconciler:
         return refused
 
     def _cached(self, obj: Obj) -> bool:
+        """Whether ``obj`` exists, as far as this process knows now: in its cache, or created by it
+        and not shown yet. Asked again just before creating: the decision was made before the
+        status write, and the cache has moved on since."""
         # Secrets are not watched (their data is none of the operator's business once made):
         # creating one that exists is refused with 409, which keeps the job's first key.
-        stores = {"ConfigMap": self.config_maps.store, "Service": self.services.store}
+        stores = {"ConfigMap": self.config_maps.store, "Service": self.services.store, "Pod": self.pods.store}
         store = stores.get(obj["kind"])
         key = cache.key_of(obj)
         if obj["kind"] == "Service" and key in self._deleted_services:
             return False
-        return store is not None and store.get(key) is not None
+        expected = self._expected.get(obj["kind"])
+        return store is not None and (store.get(key) is not None or bool(expected and expected.pending(key)))
 
     async def _create_one(self, job: v1beta1.TrainingJob, obj: Obj) -> lifecycle.Refused | None:
         group = self._is_group(obj)
@@ -337,6 +383,8 @@ class TrainingJobReconciler:
         try:
             await self.api.create(resource, obj, obj["metadata"]["namespace"])
             self._deleted_services.discard(cache.key_of(obj))
+            if (expected := self._expected.get(obj["kind"])) is not None:
+                expected.created(cache.key_of(obj))
         except client.ApiError as e:
             if e.status == 409:  # AlreadyExists: made by an earlier reconcile; names are unique
                 return None

@@ -2,10 +2,20 @@
 
 ``classify`` (infrastructure or user code), ``failure`` (rules and restart policies to
 an action), ``budget`` (what each class may spend), ``backoff`` (delay between
-restarts), ``success``, ``deadline`` (active and termination deadlines), ``ttl`` and
-``cleanup``. :mod:`kubetrain.operator.lifecycle` combines them into one step.
+restarts), ``success``, ``deadline`` (active and termination deadlines), ``ttl``,
+``cleanup`` and ``pacing`` (when a changed status is written). :mod:`kubetrain.operator.lifecycle` combines them into one step.
 """
 
-from kubetrain.operator.policies import backoff, budget, classify, cleanup, deadline, failure, success, ttl
+from kubetrain.operator.policies import (
+    backoff,
+    budget,
+    classify,
+    cleanup,
+    deadline,
+    failure,
+    pacing,
+    success,
+    ttl,
+)
 
-__all__ = ["backoff", "budget", "classify", "cleanup", "deadline", "failure", "success", "ttl"]
+__all__ = ["backoff", "budget", "classify", "cleanup", "deadline", "failure", "pacing", "success", "ttl"]

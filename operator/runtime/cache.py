@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["Indexer", "Store", "Tombstones", "by_owner", "key_of"]
+__all__ = ["Expectations", "Indexer", "Store", "Tombstones", "by_owner", "key_of"]
 
 Obj = dict[str, Any]
 Indexer = Callable[[Obj], Iterable[str]]
@@ -144,3 +144,35 @@ class Tombstones:
 
     def forget(self, owner: str) -> None:
         self._by_owner.pop(owner, None)
+
+
+class Expectations:
+    """Objects this process created that its cache has not shown yet.
+
+    A create is answered before the watch delivers the object, and a reconcile in between
+    sees it missing: created again, it is refused (409) — no harm, but a wasted write, and
+    on a loaded apiserver watches lag tens of seconds behind the answers. A created object
+    is noted here until the informer says anything of it, or until ``ttl`` has passed (five
+    minutes, as Kubernetes' own controllers wait); until then it counts as there.
+    """
+
+    def __init__(self, ttl: float = 300.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self._ttl, self._clock = ttl, clock
+        self._pending: dict[str, float] = {}
+
+    def created(self, key: str) -> None:
+        self._pending[key] = self._clock()
+
+    def pending(self, key: str) -> bool:
+        at = self._pending.get(key)
+        if at is None:
+            return False
+        if self._clock() - at > self._ttl:
+            del self._pending[key]
+            return False
+        return True
+
+    def handler(self, event: str, obj: Obj, _old: Obj | None) -> None:
+        """An informer handler: an object seen, or seen going, is no longer expected."""
+        if self._pending:
+            self._pending.pop(key_of(obj), None)

@@ -99,7 +99,7 @@ def test_a_missing_service_account_is_waited_for(cluster: devcluster.Cluster, na
     cond = replica_failure(cluster, namespace, name, "ServiceAccountMissing")
     assert 'serviceaccount "trainer" not found' in cond["message"]
     # The pass whose creates were refused still sent its Events.
-    assert {"TrainingJobCreated", "FailedCreate", "ServiceAccountMissing"} <= {
+    assert {"FailedCreate", "ServiceAccountMissing"} <= {
         e["reason"] for e in events(cluster, namespace, name)
     }
     cluster.kubectl("create", "serviceaccount", "trainer", "-n", namespace)

@@ -70,7 +70,9 @@ def test_tensorflow_runs_with_tf_config_and_succeeds_when_the_chief_does(
         lambda: list(pods(cluster, namespace, name)) == ["tensorflow-ps-chief-0"],
     )
     reasons = [e["reason"] for e in events(cluster, namespace, name)]
-    assert {"TrainingJobCreated", "Running", "SuccessPolicyMet"} <= set(reasons)
+    # The outcome is an Event; the normal course (created, running) is told by the status only.
+    assert "SuccessPolicyMet" in reasons
+    assert not {"TrainingJobCreated", "Running"} & set(reasons)
 
 
 def test_pytorch_runs_with_master_env_and_fails_on_a_permanent_exit_code(

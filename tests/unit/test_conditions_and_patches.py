@@ -55,3 +55,23 @@ def test_tombstones_are_filed_by_owner_and_expire() -> None:
     assert t.of("ns/j") == [pod]
     now[0] = 11
     assert t.of("ns/j") == []
+
+
+def test_an_expected_object_counts_as_there_until_it_is_seen_or_its_time_is_up() -> None:
+    now = [0.0]
+    e = cache.Expectations(ttl=300, clock=lambda: now[0])
+    pod = {"metadata": {"name": "p", "namespace": "ns"}}
+    assert not e.pending("ns/p")
+    e.created("ns/p")
+    e.handler("ADDED", {"metadata": {"name": "q", "namespace": "ns"}}, None)
+    assert e.pending("ns/p")
+    now[0] = 200  # a loaded apiserver's watch lags
+    assert e.pending("ns/p")
+    e.handler("ADDED", pod, None)
+    assert not e.pending("ns/p")
+    e.created("ns/p")
+    e.handler("DELETED", pod, pod)  # gone before anything else was seen of it: make it again
+    assert not e.pending("ns/p")
+    e.created("ns/p")
+    now[0] = 501  # never heard of: the watch must have missed it
+    assert not e.pending("ns/p")

@@ -1,0 +1,50 @@
+"""Pacing: when a changed status is written.
+
+Whatever says what happened is written at once: a condition, the state, an attempt, a
+failure, a pod that ended. It is what users, scripts and the status lag wait for. But the
+counts of pods *starting* — ``active`` and ``ready`` — move with each pod: written at once,
+a job of N replicas patches its status N times on its way to Running, and a thousand jobs
+starting together spend most of the operator's writes on numbers nobody acts on within
+seconds. A change of those counts alone waits until :data:`PERIOD` after the job's last
+status write — 15 s, the period at which a HorizontalPodAutoscaler reads them through the
+scale subresource — and the write that carries the next real change takes it along. So on
+the normal course a job's status is written twice, created and then running, even when a
+busy scheduler takes ten seconds to place its pods.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+import attrs
+
+from kubetrain.api import v1beta1
+
+__all__ = ["PERIOD", "counts_only", "delay"]
+
+PERIOD = datetime.timedelta(seconds=15)
+
+
+def counts_only(old: v1beta1.TrainingJobStatus, new: v1beta1.TrainingJobStatus) -> bool:
+    """Whether ``new`` differs from ``old`` in the starting pods' counts alone (and does differ)."""
+    return old != new and _uncounted(old) == _uncounted(new)
+
+
+def delay(
+    old: v1beta1.TrainingJobStatus,
+    new: v1beta1.TrainingJobStatus,
+    last_write: datetime.datetime | None,
+    now: datetime.datetime,
+    period: datetime.timedelta = PERIOD,
+) -> float:
+    """Seconds to hold the write of ``new`` over ``old``: 0 to write it now."""
+    if last_write is None or not counts_only(old, new):
+        return 0.0
+    return max(0.0, (last_write + period - now).total_seconds())
+
+
+def _uncounted(status: v1beta1.TrainingJobStatus) -> v1beta1.TrainingJobStatus:
+    return attrs.evolve(
+        status,
+        replica_statuses={k: attrs.evolve(r, active=0, ready=0) for k, r in status.replica_statuses.items()},
+    )
