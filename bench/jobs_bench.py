@@ -1,24 +1,38 @@
 """End-to-end benchmark: N TrainingJobs from create to Running, against a plain-client lower bound.
 
-    make bench-jobs       # or: python -P bench/jobs_bench.py [--jobs 500 --replicas 4 --nodes 24]
-    make bench-jobs BENCH_ARGS="--audit --json"     # see --help for the rest
+    make bench-jobs       # or: python -P bench/jobs_bench.py [--jobs 500 --replicas 4]
+    make bench-jobs BENCH_ARGS="--jobs 10000 --steady 60"           # see --help for the rest
+    make bench-jobs BENCH_ARGS="--jobs 2000 --fairness"
+    make bench-jobs BENCH_ARGS=--smoke                               # every phase, small (make test)
 
-Starts the local control plane with kwok fake nodes (kube-scheduler binds pods, kwok makes
-them Running), installs the TrainingJob CRD, and runs two phases, each in its own
-namespace, which is deleted (and drained of pods) before the next phase starts:
+Starts the local control plane with kwok fake nodes (as many as the pods need; kube-scheduler
+binds pods, kwok makes them Running). kube-scheduler runs with ``--kube-api-qps``
+``--scheduler-qps`` (1000; burst twice that): at its default, 50, it binds about 50 pods a
+second and the floor would measure the scheduler. The benchmark installs the TrainingJob
+CRD and runs its phases, each in its own namespace, deleted (and drained of pods) before
+the next starts:
 
 1. **Plain client (the lower bound).** No operator. The benchmark itself creates
    jobs x replicas bare pods with the same concurrency it uses for jobs, and times them
    from the first create until every pod's phase is Running. No operator can beat this:
    it has to make at least these pods, through the same apiserver, scheduler and kwok.
 2. **Operator.** ``kubetrain-operator`` runs as a separate process (``--kube-api-qps``
-   and ``--kube-api-burst`` from ``--qps``/``--burst``), and the benchmark creates the
-   TrainingJobs (one Master, replicas - 1 Workers each) and times them from the first
-   create until every job's ``.status.state`` is Running. ``--also-default-limits``
-   repeats this phase with the operator's own defaults (20 QPS, burst 30).
+   and ``--kube-api-burst`` from ``--qps``/``--burst``; ``--gang-scheduler none`` unless
+   told otherwise), and the benchmark creates the TrainingJobs (one Master, replicas - 1
+   Workers each) and times them from the first create until every job's
+   ``.status.state`` is Running.
+3. **Fairness** (``--fairness``). As many new jobs again, while the running ones finish
+   (their Masters exit 0 at a steady rate through kwok): the status lag of the finishing
+   jobs, and of the new ones, while thousands of first passes wait.
+4. **Steady state** (``--steady SECONDS``). With every job running and nothing changing,
+   the operator's CPU over SECONDS (as a share of one core); then ``--changes`` single
+   changes one after another (a Master exits 0), each timed until its job says Succeeded.
 
 Per-object latencies (create sent → Running seen on the benchmark's watch) give p50/p95.
-The ratio of the two wall times says how far the operator is from the floor.
+The **status lag** of a job is the time from the moment the benchmark's own pod watch
+shows its last pod Running (or its Master Succeeded) to the moment its job watch shows the
+job Running (Succeeded): what the operator adds, given p50/p99/max for every phase. The
+ratio of the wall times says how far the operator is from the floor.
 
 **API requests per job.** ``apiserver_request_total`` is scraped before the first create
 and again once every job is Running plus ``--settle`` seconds (trailing status patches and
@@ -50,7 +64,8 @@ CPU time (utime + stime) from /proc, and its reconcile count from its /metrics; 
 reports the CPU time each control-plane process spent in the phase, since they all share
 this machine's cores.
 
-If the jobs are not all Running within ``--timeout`` seconds, the benchmark prints what it
+``--smoke`` runs every phase with 12 jobs of 2 replicas (``make test`` runs it; see
+tests/e2e/test_bench_jobs.py). If the jobs are not all Running within ``--timeout`` seconds, the benchmark prints what it
 measured so far, says how many jobs got there, and exits with status 1.
 """
 
@@ -73,7 +88,7 @@ import tempfile
 import time
 import urllib.request
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
 import yaml
@@ -81,7 +96,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrain.devcluster import cluster as devcluster
 from kubetrain.devcluster import kwok, process
-from kubetrain.operator import pki
+from kubetrain.operator import naming, pki
 from kubetrain.operator.runtime import client
 
 # kr8s 0.20 knows Kubernetes up to 1.35; the local control plane runs 1.36.
@@ -257,7 +272,7 @@ def percentiles(latencies: Iterable[float]) -> dict[str, float]:
     if not values:
         return {}
     q = statistics.quantiles(values, n=100, method="inclusive") if len(values) > 1 else values * 99
-    return {"p50": q[49], "p95": q[94], "max": values[-1]}
+    return {"p50": q[49], "p95": q[94], "p99": q[98], "max": values[-1], "count": len(values)}
 
 
 # --- the cluster side ------------------------------------------------------------------------------
@@ -279,7 +294,13 @@ def user_kubeconfig(c: devcluster.Cluster, user: str, path: pathlib.Path) -> pat
 
 
 def operator_argv(
-    kubeconfig: pathlib.Path, metrics_port: int, probe_port: int, qps: float, burst: int, gang_scheduler: str
+    kubeconfig: pathlib.Path,
+    metrics_port: int,
+    probe_port: int,
+    qps: float,
+    burst: int,
+    gang_scheduler: str,
+    workers: int,
 ) -> list[str]:
     script = pathlib.Path(sys.executable).parent / "kubetrain-operator"
     command = [str(script)] if script.exists() else [sys.executable, "-P", "-m", "kubetrain.operator"]
@@ -293,17 +314,23 @@ def operator_argv(
         f"--kube-api-qps={qps:g}",
         f"--kube-api-burst={burst}",
         f"--gang-scheduler={gang_scheduler}",
+        f"--max-concurrent-reconciles={workers}",
     ]
 
 
 def start_operator(
-    kubeconfig: pathlib.Path, log_path: pathlib.Path, qps: float, burst: int, gang_scheduler: str
+    kubeconfig: pathlib.Path,
+    log_path: pathlib.Path,
+    qps: float,
+    burst: int,
+    gang_scheduler: str,
+    workers: int,
 ) -> tuple[process.Process, int]:
     """Start kubetrain-operator and wait until its caches are synced (/readyz); returns it and its metrics port."""
     metrics_port, probe_port = process.free_port(), process.free_port()
     op = process.Process(
         "kubetrain-operator",
-        operator_argv(kubeconfig, metrics_port, probe_port, qps, burst, gang_scheduler),
+        operator_argv(kubeconfig, metrics_port, probe_port, qps, burst, gang_scheduler, workers),
         log_path,
     )
     op.start()
@@ -331,46 +358,51 @@ def operator_reconciles(metrics_port: int) -> dict[str, float]:
 
 
 class Waiter:
-    """List, then watch, ``names`` in a namespace; note when each first satisfies ``done``."""
+    """List, then watch, one kind in every namespace; note when each object is first seen in each state.
+
+    ``first[name][state]`` is the benchmark's clock when its watch first showed ``name`` in
+    ``state``, ``job[name]`` the job label of a pod (what the status lag is computed from),
+    and ``namespace[name]`` where it is. Names are unique across the benchmark's namespaces.
+    """
 
     def __init__(
         self,
         api: client.Client,
         resource: client.Resource,
-        namespace: str,
-        names: Iterable[str],
         state: Callable[[Obj], str],
-        done: str,
         own: collections.Counter[RowKey],
     ) -> None:
-        self.api, self.resource, self.namespace = api, resource, namespace
-        self.names = set(names)
-        self.state, self.done = state, done
+        self.api, self.resource = api, resource
+        self.state = state
         self.own = own
         self.states: dict[str, str] = {}
-        self.done_at: dict[str, float] = {}
+        self.first: dict[str, dict[str, float]] = collections.defaultdict(dict)
+        self.job: dict[str, str] = {}
+        self.namespace: dict[str, str] = {}
         self.listed = asyncio.Event()
-        self.all_done = asyncio.Event()
 
     def _key(self, verb: str) -> RowKey:
         return (verb, self.resource.group, self.resource.plural, "")
 
     def _see(self, obj: Obj, now: float) -> None:
-        name = obj["metadata"]["name"]
-        if name not in self.names:
-            return
+        meta = obj["metadata"]
+        name = meta["name"]
         state = self.state(obj)
         self.states[name] = state
-        if state == self.done and name not in self.done_at:
-            self.done_at[name] = now
-            if len(self.done_at) == len(self.names):
-                self.all_done.set()
+        self.first[name].setdefault(state, now)
+        self.namespace[name] = meta.get("namespace", "")
+        job = (meta.get("labels") or {}).get(LABEL)
+        if job:
+            self.job[name] = job
+
+    def done_at(self, names: Iterable[str], state: str) -> dict[str, float]:
+        return {n: self.first[n][state] for n in names if state in self.first.get(n, {})}
 
     async def run(self) -> None:
         while True:
             try:
                 self.own[self._key("LIST")] += 1
-                listed = await self.api.list(self.resource, self.namespace)
+                listed = await self.api.list(self.resource)
                 now = time.perf_counter()
                 for obj in listed["items"]:
                     self._see(obj, now)
@@ -384,9 +416,7 @@ class Waiter:
                         "allowWatchBookmarks": "true",
                         "timeoutSeconds": "300",
                     }
-                    async for ev in self.api.stream(
-                        self.resource, namespace=self.namespace, params=params, read_timeout=400
-                    ):
+                    async for ev in self.api.stream(self.resource, params=params, read_timeout=400):
                         if ev["type"] == "ERROR":  # 410 Gone, most likely: list again
                             raise client.ApiError(int(ev["object"].get("code", 0)), "Expired", "watch error")
                         rv = ev["object"]["metadata"]["resourceVersion"]
@@ -395,9 +425,32 @@ class Waiter:
             except client.ApiError:
                 await asyncio.sleep(0.2)
 
-    def summary(self) -> str:
-        counts = collections.Counter(self.states.get(n) or "(no state)" for n in self.names)
+    def summary(self, names: Iterable[str]) -> str:
+        counts = collections.Counter(self.states.get(n) or "(no state)" for n in names)
         return ", ".join(f"{state} {n}" for state, n in counts.most_common())
+
+
+def status_lags(
+    jobs: Waiter, pods: Waiter, names: Iterable[str], job_state: str, pod_state: str, pods_per_job: int | None
+) -> list[float]:
+    """Per job: job first seen in ``job_state`` minus its last pod first seen in ``pod_state``.
+
+    With ``pods_per_job``, a job counts once that many of its pods reached ``pod_state`` (all
+    Running); without, once any did (the Master that finished the job).
+    """
+    by_job: dict[str, list[float]] = collections.defaultdict(list)
+    for pod, job in pods.job.items():
+        t = pods.first.get(pod, {}).get(pod_state)
+        if t is not None:
+            by_job[job].append(t)
+    lags = []
+    for name in names:
+        seen = jobs.first.get(name, {}).get(job_state)
+        times = by_job.get(name, [])
+        if seen is None or not times or (pods_per_job and len(times) < pods_per_job):
+            continue
+        lags.append(seen - (max(times) if pods_per_job else min(times)))
+    return lags
 
 
 async def ensure_namespace(api: client.Client, namespace: str, own: collections.Counter[RowKey]) -> None:
@@ -415,53 +468,32 @@ async def ensure_namespace(api: client.Client, namespace: str, own: collections.
             raise
 
 
-async def create_all(
-    api: client.Client,
-    resource: client.Resource,
-    namespace: str,
-    bodies: list[Obj],
-    concurrency: int,
-    own: collections.Counter[RowKey],
-) -> dict[str, float]:
-    """Create every object, ``concurrency`` at a time; returns when each create was sent."""
-    sem = asyncio.Semaphore(concurrency)
-    sent: dict[str, float] = {}
-
-    async def one(body: Obj) -> None:
-        async with sem:
-            sent[body["metadata"]["name"]] = time.perf_counter()
-            own["POST", resource.group, resource.plural, ""] += 1
-            await api.create(resource, body, namespace)
-
-    await asyncio.gather(*(one(b) for b in bodies))
-    return sent
-
-
 async def wait_all(
     waiter: Waiter,
+    names: list[str],
+    state: str,
     what: str,
     started: float,
     timeout: float,
     alive: Callable[[], None] = lambda: None,
 ) -> float:
-    """Wait until every object is done; returns the time it happened, or raises BenchTimeoutError."""
+    """Wait until every one of ``names`` was seen in ``state``; when the last was, or BenchTimeoutError."""
     last_report = time.perf_counter()
-    while not waiter.all_done.is_set():
+    while len(done := waiter.done_at(names, state)) < len(names):
         alive()
         now = time.perf_counter()
         if now - started > timeout:
-            raise BenchTimeoutError(
-                f"timed out after {timeout:.0f}s: only {len(waiter.done_at)} of {len(waiter.names)} "
-                f"{what} reached {waiter.done} (states: {waiter.summary()})"
+            e = BenchTimeoutError(
+                f"timed out after {timeout:.0f}s: only {len(done)} of {len(names)} "
+                f"{what} reached {state} (states: {waiter.summary(names)})"
             )
+            e.partial = {"count": len(names), "done": len(done), "states": waiter.summary(names)}
+            raise e
         if now - last_report >= 10:
             last_report = now
-            log(
-                f"  {len(waiter.done_at)}/{len(waiter.names)} {what} {waiter.done} after {now - started:.0f}s"
-            )
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(waiter.all_done.wait(), 1.0)
-    return max(waiter.done_at.values())
+            log(f"  {len(done)}/{len(names)} {what} {state} after {now - started:.0f}s")
+        await asyncio.sleep(0.25)
+    return max(done.values())
 
 
 def pod_body(name: str, image: str = "bench", labels: Mapping[str, str] | None = None) -> Obj:
@@ -471,7 +503,20 @@ def pod_body(name: str, image: str = "bench", labels: Mapping[str, str] | None =
     }
 
 
-def job_body(name: str, replicas: int) -> Obj:
+def service_body(pod: str) -> Obj:
+    """A headless Service selecting one pod, named like it: what the operator makes per replica."""
+    return {
+        "metadata": {"name": pod},
+        "spec": {"clusterIP": "None", "selector": {"pod": pod}, "ports": [{"name": "p", "port": 23456}]},
+    }
+
+
+def spread(base: str, count: int) -> list[str]:
+    """The namespaces the jobs of one run are spread over: ``base``, ``base-1``, ..."""
+    return [base, *(f"{base}-{i}" for i in range(1, count))]
+
+
+def job_body(name: str, replicas: int, namespace: str) -> Obj:
     template = {"spec": {"containers": [{"name": "pytorch", "image": "bench"}]}}
     specs: Obj = {"Master": {"replicas": 1, "template": template}}
     if replicas > 1:
@@ -479,77 +524,112 @@ def job_body(name: str, replicas: int) -> Obj:
     return {
         "apiVersion": "training.kubetrain.dev/v1beta1",
         "kind": "TrainingJob",
-        "metadata": {"name": name},
+        "metadata": {"name": name, "namespace": namespace},
         "spec": {"framework": {"name": "pytorch"}, "replicaSpecs": specs},
     }
 
 
-async def run_creates(
-    kubeconfig: pathlib.Path,
-    resource: client.Resource,
-    namespace: str,
-    bodies: list[Obj],
-    state: Callable[[Obj], str],
-    done: str,
-    what: str,
-    args: argparse.Namespace,
-    own: collections.Counter[RowKey],
-    *,
-    before: Callable[[], None] = lambda: None,
-    after: Callable[[], None] = lambda: None,
-    alive: Callable[[], None] = lambda: None,
-    settle: float = 0.0,
-) -> dict[str, Any]:
-    """Create ``bodies`` and wait until all are ``done``; the timings as a dict (or BenchTimeoutError).
+class Watches:
+    """The benchmark's connection and its watches, open for a whole phase in its namespaces."""
 
-    ``before`` runs just before the first create, ``after`` once all are done and ``settle``
-    seconds have passed, or at a timeout — both while this benchmark's own watch is open, so
-    it is in neither scrape.
-    """
-    api = await client.Client.connect(str(kubeconfig), qps=1e6, burst=1_000_000, timeout=60)
-    await ensure_namespace(api, namespace, own)
-    names = [b["metadata"]["name"] for b in bodies]
-    waiter = Waiter(api, resource, namespace, names, state, done, own)
-    watch = asyncio.create_task(waiter.run())
+    def __init__(self, api: client.Client, namespaces: list[str], own: collections.Counter[RowKey]) -> None:
+        self.api, self.namespaces, self.own = api, namespaces, own
+        self.pods = Waiter(api, client.PODS, _phase, own)
+        self.jobs = Waiter(api, client.TRAININGJOBS, _job_state, own)
+        self._tasks: list[asyncio.Task[None]] = []
 
-    def check() -> None:
-        alive()
-        if watch.done():
-            watch.result()  # raises what ended the watch
-            raise RuntimeError("the benchmark's watch ended")
-
-    try:
-        await waiter.listed.wait()
-        await asyncio.to_thread(before)
-        started = time.perf_counter()
-        sent = await create_all(api, resource, namespace, bodies, args.concurrency, own)
-        created = time.perf_counter()
-        log(f"  created {len(bodies)} {what} in {created - started:.1f}s")
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def open(
+        cls, kubeconfig: pathlib.Path, namespaces: list[str], own: collections.Counter[RowKey], *, jobs: bool
+    ) -> AsyncIterator[Watches]:
+        api = await client.Client.connect(str(kubeconfig), qps=1e6, burst=1_000_000, timeout=60)
+        for namespace in namespaces:
+            await ensure_namespace(api, namespace, own)
+        w = cls(api, namespaces, own)
+        waiters = [w.pods, w.jobs] if jobs else [w.pods]
+        w._tasks = [asyncio.create_task(x.run()) for x in waiters]
         try:
-            finished = await wait_all(waiter, what, started, args.timeout, check)
-        except BenchTimeoutError as e:
-            e.partial = {"count": len(bodies), "done": len(waiter.done_at), "states": waiter.summary()}
-            await asyncio.to_thread(after)
-            raise
-        if settle:
-            await asyncio.sleep(settle)
-        await asyncio.to_thread(after)
-        return {
-            "count": len(bodies),
-            "create_seconds": created - started,
-            "seconds": finished - started,
-            "per_second": len(bodies) / (finished - started),
-            "latency": percentiles(waiter.done_at[n] - sent[n] for n in names),
-        }
-    finally:
-        watch.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watch
+            await asyncio.gather(*(x.listed.wait() for x in waiters))
+            yield w
+        finally:
+            for t in w._tasks:
+                t.cancel()
+            await asyncio.gather(*w._tasks, return_exceptions=True)
+            await api.close()
+
+    def check(self) -> None:
+        for t in self._tasks:
+            if t.done():
+                t.result()  # raises what ended the watch
+                raise RuntimeError("the benchmark's watch ended")
+
+    async def create(
+        self, resource: client.Resource, bodies: list[Obj], concurrency: int, *, services: bool = False
+    ) -> dict[str, float]:
+        """Create every object, ``concurrency`` at a time; returns when each create was sent.
+
+        With ``services``, each pod gets a headless Service of its name selecting it first, as
+        the operator makes one per replica.
+        """
+        sem = asyncio.Semaphore(concurrency)
+        sent: dict[str, float] = {}
+
+        async def one(body: Obj) -> None:
+            async with sem:
+                name = body["metadata"]["name"]
+                namespace = body["metadata"].get("namespace") or self.namespaces[0]
+                sent[name] = time.perf_counter()
+                if services:
+                    self.own["POST", "", "services", ""] += 1
+                    await self.api.create(client.SERVICES, service_body(name), namespace)
+                self.own["POST", resource.group, resource.plural, ""] += 1
+                await self.api.create(resource, body, namespace)
+
+        await asyncio.gather(*(one(b) for b in bodies))
+        return sent
+
+    async def finish(self, pods: Iterable[str], rate: float) -> None:
+        """Make ``pods`` exit 0, ``rate`` a second, through the annotation kwok acts on."""
+        patch = {"metadata": {"annotations": {kwok.EXIT_CODE: "0"}}}
+        for pod in pods:
+            self.own["PATCH", "", "pods", ""] += 1
+            await self.api.merge_patch(client.PODS, pod, patch, self.pods.namespace[pod])
+            await asyncio.sleep(1 / rate)
+
+
+def _phase(obj: Obj) -> str:
+    return str(obj.get("status", {}).get("phase", ""))
+
+
+def _job_state(obj: Obj) -> str:
+    return str(obj.get("status", {}).get("state", ""))
+
+
+def wave(
+    sent: Mapping[str, float], done: Mapping[str, float], started: float, created: float
+) -> dict[str, Any]:
+    """The figures of one batch of creates: wall time to the last one done, and per-object latency."""
+    finished = max(done.values())
+    return {
+        "count": len(sent),
+        "create_seconds": created - started,
+        "seconds": finished - started,
+        "per_second": len(sent) / (finished - started),
+        "latency": percentiles(done[n] - sent[n] for n in sent),
+    }
 
 
 async def delete_namespace(kubeconfig: pathlib.Path, namespace: str, timeout: float) -> None:
     """Delete a namespace and wait until its pods are gone, so the next phase has the nodes to itself."""
-    api = await client.Client.connect(str(kubeconfig), timeout=60)
+    async with await client.Client.connect(str(kubeconfig), timeout=60) as api:
+        await _delete_namespace(api, namespace, timeout)
+
+
+async def _delete_namespace(api: client.Client, namespace: str, timeout: float) -> None:
+    # The pods at once, in one request: the namespace controller would delete them one by one at
+    # kube-controller-manager's 20 requests a second (400 s for 8,000 pods).
+    await api.request("DELETE", client.PODS, namespace=namespace, body={"gracePeriodSeconds": 0})
     await api.delete(NAMESPACES, namespace)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -588,9 +668,13 @@ def wait_quiet(c: devcluster.Cluster, timeout: float, interval: float = 2.0) -> 
     log(f"  warning: the apiserver was still busy {timeout:.0f}s after the namespace was deleted")
 
 
-def clean(c: devcluster.Cluster, kubeconfig: pathlib.Path, namespace: str, timeout: float) -> None:
-    log(f"  deleting {namespace}")
-    asyncio.run(delete_namespace(kubeconfig, namespace, timeout))
+def clean(c: devcluster.Cluster, kubeconfig: pathlib.Path, namespaces: list[str], timeout: float) -> None:
+    log(f"  deleting {', '.join(namespaces)}")
+
+    async def delete_all() -> None:
+        await asyncio.gather(*(delete_namespace(kubeconfig, n, timeout) for n in namespaces))
+
+    asyncio.run(delete_all())
     wait_quiet(c, timeout=60)
 
 
@@ -598,30 +682,34 @@ def clean(c: devcluster.Cluster, kubeconfig: pathlib.Path, namespace: str, timeo
 
 
 def plain_phase(
-    c: devcluster.Cluster, kubeconfig: pathlib.Path, args: argparse.Namespace, result: dict[str, Any]
+    c: devcluster.Cluster,
+    kubeconfig: pathlib.Path,
+    args: argparse.Namespace,
+    result: dict[str, Any],
+    namespace: str = PLAIN_NAMESPACE,
+    *,
+    services: bool = False,
 ) -> None:
     """Fills ``result`` as it goes, so that a timeout still leaves what was measured."""
     n = args.jobs * args.replicas
-    log(f"plain client: {n} pods in {PLAIN_NAMESPACE}, concurrency {args.concurrency}")
-    bodies = [pod_body(f"pod-{i:05d}") for i in range(n)]
+    what = "pods, a Service each" if services else "pods"
+    log(f"plain client: {n} {what} in {namespace}, concurrency {args.concurrency}")
     cpu_before = control_plane_cpu(c)
-    result.update({"namespace": PLAIN_NAMESPACE, "count": n})
+    result.update({"namespace": namespace, "count": n, "services": services})
+
+    async def run() -> None:
+        bodies = [pod_body(f"pod-{i:05d}", labels={"pod": f"pod-{i:05d}"}) for i in range(n)]
+        names = [b["metadata"]["name"] for b in bodies]
+        async with Watches.open(kubeconfig, [namespace], collections.Counter(), jobs=False) as w:
+            started = time.perf_counter()
+            sent = await w.create(client.PODS, bodies, args.concurrency, services=services)
+            created = time.perf_counter()
+            log(f"  created {n} pods in {created - started:.1f}s")
+            await wait_all(w.pods, names, "Running", "pods", started, args.timeout, w.check)
+            result.update(wave(sent, w.pods.done_at(names, "Running"), started, created))
+
     try:
-        result.update(
-            asyncio.run(
-                run_creates(
-                    kubeconfig,
-                    client.PODS,
-                    PLAIN_NAMESPACE,
-                    bodies,
-                    lambda o: str(o.get("status", {}).get("phase", "")),
-                    "Running",
-                    "pods",
-                    args,
-                    collections.Counter(),
-                )
-            )
-        )
+        asyncio.run(run())
     except BenchTimeoutError as e:
         result.update(e.partial)
         raise
@@ -637,7 +725,7 @@ def operator_phase(
     c: devcluster.Cluster,
     workdir: pathlib.Path,
     kubeconfigs: Mapping[str, pathlib.Path],
-    namespace: str,
+    namespaces: list[str],
     qps: float,
     burst: int,
     args: argparse.Namespace,
@@ -645,14 +733,18 @@ def operator_phase(
     result: dict[str, Any],
 ) -> None:
     """Fills ``result`` as it goes, so that a timeout still leaves what was measured."""
-    log(f"operator (qps {qps:g}, burst {burst}): {args.jobs} TrainingJobs in {namespace}")
-    result.update({"namespace": namespace, "qps": qps, "burst": burst, "count": args.jobs})
+    namespace = namespaces[0]
+    where = namespace if len(namespaces) == 1 else f"{len(namespaces)} namespaces ({namespace}, ...)"
+    log(f"operator (qps {qps:g}, burst {burst}): {args.jobs} TrainingJobs in {where}")
+    result.update({"namespace": namespace, "namespaces": len(namespaces), "qps": qps, "burst": burst})
+    result["count"] = args.jobs
     op, metrics_port = start_operator(
         kubeconfigs["operator"],
         workdir / f"kubetrain-operator-{namespace}.log",
         qps,
         burst,
         args.gang_scheduler,
+        args.workers,
     )
     own: collections.Counter[RowKey] = collections.Counter()
     snapshot: dict[str, Any] = {}
@@ -672,33 +764,113 @@ def operator_phase(
         if audit_log is not None:
             result["audit"] = audit_rows(audit_log, snapshot["audit_offset"])
 
-    bodies = [job_body(f"bench-{i:05d}", args.replicas) for i in range(args.jobs)]
+    async def run() -> None:
+        async with Watches.open(kubeconfigs["bench"], namespaces, own, jobs=True) as w:
+
+            def alive() -> None:
+                op.check_alive()
+                w.check()
+
+            await asyncio.to_thread(before)
+            try:
+                first, names = await jobs_wave(w, "bench", args, alive)
+                result.update(first)
+                await asyncio.sleep(args.settle)
+            finally:  # at a timeout too, the requests so far
+                await asyncio.to_thread(after)
+            if args.fairness:
+                result["fairness"] = {}
+                names = await fairness(w, names, first["seconds"], args, alive, result["fairness"])
+            if args.steady:
+                assert op.pid is not None
+                result["steady"] = await steady(w, op.pid, names, args, alive)
+
     try:
-        result.update(
-            asyncio.run(
-                run_creates(
-                    kubeconfigs["bench"],
-                    client.TRAININGJOBS,
-                    namespace,
-                    bodies,
-                    lambda o: str(o.get("status", {}).get("state", "")),
-                    "Running",
-                    "TrainingJobs",
-                    args,
-                    own,
-                    before=before,
-                    after=after,
-                    alive=op.check_alive,
-                    settle=args.settle,
-                )
-            )
-        )
+        asyncio.run(run())
     except BenchTimeoutError as e:
         result.update(e.partial)
         raise
     finally:
+        if op.pid is not None and op.alive():
+            result["operator_end"] = proc_figures(op.pid)
         op.stop()
         result["operator_log_tail"] = op.tail(20)
+
+
+async def jobs_wave(
+    w: Watches, prefix: str, args: argparse.Namespace, alive: Callable[[], None]
+) -> tuple[dict[str, Any], list[str]]:
+    """Create ``--jobs`` TrainingJobs and wait until all are Running: the figures, and their names."""
+    spaces = w.namespaces
+    bodies = [job_body(f"{prefix}-{i:05d}", args.replicas, spaces[i % len(spaces)]) for i in range(args.jobs)]
+    names = [b["metadata"]["name"] for b in bodies]
+    started = time.perf_counter()
+    sent = await w.create(client.TRAININGJOBS, bodies, args.concurrency)
+    created = time.perf_counter()
+    log(f"  created {len(bodies)} TrainingJobs in {created - started:.1f}s")
+    await wait_all(w.jobs, names, "Running", "TrainingJobs", started, args.timeout, alive)
+    figures = wave(sent, w.jobs.done_at(names, "Running"), started, created)
+    figures["status_lag"] = percentiles(
+        status_lags(w.jobs, w.pods, names, "Running", "Running", args.replicas)
+    )
+    return figures, names
+
+
+async def fairness(
+    w: Watches,
+    running: list[str],
+    first_seconds: float,
+    args: argparse.Namespace,
+    alive: Callable[[], None],
+    result: dict[str, Any],
+) -> list[str]:
+    """As many new jobs arrive while the running ones finish; the names of the new ones.
+
+    The running jobs' Masters exit 0 at a steady rate, spread over as long as the first wave
+    took to run, so most of their status updates compete with the new jobs' first passes:
+    the lag from a Master seen Succeeded to its job seen Succeeded is what fairness is about.
+    """
+    rate = len(running) / max(first_seconds, 1.0)
+    log(f"fairness: {args.jobs} new TrainingJobs while {len(running)} running ones finish ({rate:.0f}/s)")
+    masters = [naming.replica_name(n, "Master", 0) for n in running]
+    finishing = asyncio.create_task(w.finish(masters, rate))
+    started = time.perf_counter()
+    try:
+        late, names = await jobs_wave(w, "late", args, alive)
+        await finishing
+        await wait_all(w.jobs, running, "Succeeded", "first-wave TrainingJobs", started, args.timeout, alive)
+    finally:
+        finishing.cancel()
+    result.update(late)
+    result["finished_lag"] = percentiles(status_lags(w.jobs, w.pods, running, "Succeeded", "Succeeded", None))
+    return names
+
+
+async def steady(
+    w: Watches, pid: int, running: list[str], args: argparse.Namespace, alive: Callable[[], None]
+) -> dict[str, Any]:
+    """The operator's CPU while nothing changes, then how fast a change to one job shows."""
+    log(f"steady state: {len(running)} running jobs, {args.steady:.0f}s with nothing changing")
+    await asyncio.sleep(args.settle)
+    cpu, t = proc_figures(pid)["cpu_seconds"], time.perf_counter()
+    await asyncio.sleep(args.steady)
+    alive()
+    cpu_percent = 100 * (proc_figures(pid)["cpu_seconds"] - cpu) / (time.perf_counter() - t)
+    from_patch, from_pod = [], []
+    for job in running[: args.changes]:  # one at a time: a single change in a quiet cluster
+        master = naming.replica_name(job, "Master", 0)
+        sent = time.perf_counter()
+        await w.finish([master], rate=1e9)
+        done = await wait_all(w.jobs, [job], "Succeeded", "changed TrainingJobs", sent, 60, alive)
+        from_patch.append(done - sent)
+        from_pod.append(done - w.pods.first[master]["Succeeded"])
+    return {
+        "jobs": len(running),
+        "seconds": args.steady,
+        "cpu_percent": cpu_percent,
+        "change_from_patch": percentiles(from_patch),
+        "change_from_pod": percentiles(from_pod),
+    }
 
 
 # --- the report ------------------------------------------------------------------------------------
@@ -724,36 +896,51 @@ def report(figures: Mapping[str, Any]) -> str:
     a = figures["args"]
     out = [
         f"kubetrain jobs benchmark: {a['jobs']} jobs x {a['replicas']} replicas = {a['jobs'] * a['replicas']} pods, "
-        f"{a['nodes']} kwok nodes, create concurrency {a['concurrency']}, {os.cpu_count()} CPUs",
+        f"{a['nodes']} kwok nodes, create concurrency {a['concurrency']}, kube-scheduler QPS {a['scheduler_qps']:g}, "
+        f"{os.cpu_count()} CPUs",
         f"cluster start ({a['nodes']} nodes):  {figures['cluster_start_seconds']:.1f}s"
         f"  (+ CRD {figures['crd_seconds']:.1f}s)",
     ]
     plain = figures.get("plain")
-    if plain:
-        out += ["", f"plain client, no operator (lower bound): {plain['count']} bare pods"]
-        if plain.get("seconds"):
+    for title, phase in (
+        ("plain client, no operator (lower bound): {n} bare pods", plain),
+        (
+            "plain client, the same objects: {n} pods and a headless Service each",
+            figures.get("plain_services"),
+        ),
+    ):
+        if not phase:
+            continue
+        out += ["", title.format(n=phase["count"])]
+        if phase.get("seconds"):
             out.append(
-                f"  all Running after     {plain['seconds']:.1f}s  ({plain['per_second']:.0f} pods/s; "
-                f"creates took {plain['create_seconds']:.1f}s)"
+                f"  all Running after     {phase['seconds']:.1f}s  ({phase['per_second']:.0f} pods/s; "
+                f"creates took {phase['create_seconds']:.1f}s)"
             )
-            out.append(f"  {fmt_latency(plain['latency'])}")
+            out.append(f"  {fmt_latency(phase['latency'])}")
         else:
-            out.append(f"  {unfinished(plain)}")
-        out.append(f"  CPU used in phase     {fmt_cpu(plain['control_plane_cpu'])}")
+            out.append(f"  {unfinished(phase)}")
+        out.append(f"  CPU used in phase     {fmt_cpu(phase['control_plane_cpu'])}")
     for run in figures.get("operator_runs", []):
         out += [
             "",
-            f"operator, --kube-api-qps {run['qps']:g} --kube-api-burst {run['burst']}: {run['count']} TrainingJobs",
+            f"operator, --kube-api-qps {run['qps']:g} --kube-api-burst {run['burst']} "
+            f"--max-concurrent-reconciles {a['workers']}: {run['count']} TrainingJobs"
+            + (f" in {run['namespaces']} namespaces" if run.get("namespaces", 1) > 1 else ""),
         ]
         if run.get("seconds"):
             ratio = ""
             if plain and plain.get("seconds"):
                 ratio = f", {run['seconds'] / plain['seconds']:.2f}x the plain client"
+            same = figures.get("plain_services") or {}
+            if same.get("seconds"):
+                ratio += f", {run['seconds'] / same['seconds']:.2f}x the same objects"
             out.append(
                 f"  all Running after     {run['seconds']:.1f}s  ({run['per_second']:.1f} jobs/s{ratio}; "
                 f"creates took {run['create_seconds']:.1f}s)"
             )
             out.append(f"  {fmt_latency(run['latency'])}")
+            out.append(f"  {fmt_lag('status lag (last pod Running → job Running)', run['status_lag'])}")
         else:
             out.append(f"  {unfinished(run)}")
         if "operator" in run:
@@ -772,7 +959,47 @@ def report(figures: Mapping[str, Any]) -> str:
             out += request_table(run["requests"], run["count"], run.get("seconds"))
         if "audit" in run:
             out += audit_table(run["audit"], run["count"])
+        out += fairness_lines(run.get("fairness"), plain)
+        out += steady_lines(run.get("steady"))
+        if "operator_end" in run:
+            o = run["operator_end"]
+            out.append(
+                f"  operator at the end   peak RSS {o['peak_rss_mib']:.0f} MiB, RSS {o['rss_mib']:.0f} MiB, "
+                f"CPU {o['cpu_seconds']:.1f}s"
+            )
     return "\n".join(out)
+
+
+def fmt_lag(what: str, lag: Mapping[str, float]) -> str:
+    if not lag:
+        return f"{what}: none measured"
+    return f"{what}: p50 {lag['p50']:.3f}s  p99 {lag['p99']:.3f}s  max {lag['max']:.3f}s  ({lag['count']:.0f} jobs)"
+
+
+def fairness_lines(f: Mapping[str, Any] | None, plain: Mapping[str, Any] | None) -> list[str]:
+    if not f:
+        return []
+    out = ["", f"  fairness: {f.get('count', '?')} new TrainingJobs while as many running ones finish"]
+    if f.get("seconds"):
+        out.append(f"    new jobs all Running after {f['seconds']:.1f}s; {fmt_latency(f['latency'])}")
+        out.append(f"    {fmt_lag('new jobs: status lag', f['status_lag'])}")
+    else:
+        out.append(f"    {unfinished(f)}")
+    if "finished_lag" in f:
+        out.append(f"    {fmt_lag('running jobs: Master Succeeded → job Succeeded', f['finished_lag'])}")
+    return out
+
+
+def steady_lines(st: Mapping[str, Any] | None) -> list[str]:
+    if not st:
+        return []
+    return [
+        "",
+        f"  steady state: {st['jobs']} running jobs, nothing changing for {st['seconds']:.0f}s: "
+        f"operator CPU {st['cpu_percent']:.2f}% of one core",
+        f"    {fmt_lag('one change (a Master exits 0): patch sent → job Succeeded', st['change_from_patch'])}",
+        f"    {fmt_lag('one change: Master seen Succeeded → job Succeeded', st['change_from_pod'])}",
+    ]
 
 
 def request_table(rows: list[dict[str, Any]], jobs: int, finished: float | None) -> list[str]:
@@ -819,10 +1046,36 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("--jobs", type=int, default=500, help="TrainingJobs to create (default 500)")
     p.add_argument("--replicas", type=int, default=4, help="pods per job: 1 Master + N-1 Workers (default 4)")
-    p.add_argument("--nodes", type=int, default=24, help="kwok nodes, 110 pods each (default 24)")
+    p.add_argument(
+        "--nodes",
+        type=int,
+        default=0,
+        help="kwok nodes, 110 pods each (default: as many as the pods need, +10%%)",
+    )
     p.add_argument("--concurrency", type=int, default=50, help="creates in flight at once (default 50)")
-    p.add_argument("--qps", type=float, default=200.0, help="operator --kube-api-qps (default 200)")
-    p.add_argument("--burst", type=int, default=400, help="operator --kube-api-burst (default 400)")
+    p.add_argument(
+        "--namespaces",
+        type=int,
+        default=1,
+        help="spread the jobs over this many namespaces (default 1). kube-scheduler's default "
+        "topology spreading looks at every Service of a pod's namespace for each pod it places, so "
+        "tens of thousands of per-replica Services in one namespace make the scheduler the floor",
+    )
+    p.add_argument(
+        "--qps",
+        type=float,
+        default=1000.0,
+        help="operator --kube-api-qps (default 1000: high enough that the apiserver, not the "
+        "operator's own limit, sets the pace)",
+    )
+    p.add_argument("--burst", type=int, default=2000, help="operator --kube-api-burst (default 2000)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=16,
+        help="operator --max-concurrent-reconciles (default 16: a pass waits on the apiserver, so at "
+        "this rate more of them must be in flight than the operator's default 4)",
+    )
     p.add_argument(
         "--also-default-limits",
         action="store_true",
@@ -837,14 +1090,53 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument(
         "--gang-scheduler",
-        default="auto",
-        help="the operator's --gang-scheduler (default auto: native gangs, served by this cluster)",
+        default="none",
+        help="the operator's --gang-scheduler (default none: with auto, this cluster's native gangs, "
+        "kube-scheduler's gang plugin takes ten times the CPU of plain scheduling and becomes the floor)",
+    )
+    p.add_argument(
+        "--scheduler-qps",
+        type=float,
+        default=1000.0,
+        help="kube-scheduler's --kube-api-qps (burst twice that; default 1000): its own default, 50, "
+        "would make the scheduler the floor",
+    )
+    p.add_argument(
+        "--fairness",
+        action="store_true",
+        help="then as many new jobs again while the running ones finish: status lag under a burst",
+    )
+    p.add_argument(
+        "--steady",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="then measure the operator's CPU while nothing changes for SECONDS, and --changes single changes",
+    )
+    p.add_argument(
+        "--changes", type=int, default=5, help="single changes timed in the steady state (default 5)"
+    )
+    p.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a small run of every phase (12 jobs x 2, fairness, steady state): for make test",
+    )
+    p.add_argument(
+        "--plain-services",
+        action="store_true",
+        help="also time a plain client making the pods and a headless Service for each (the objects "
+        "the operator makes): the floor of the per-replica Service contract",
     )
     p.add_argument("--skip-plain", action="store_true", help="skip the plain-client lower bound")
     p.add_argument("--skip-operator", action="store_true", help="run the plain-client lower bound only")
     p.add_argument("--audit", action="store_true", help="exact attribution from an apiserver audit log")
     p.add_argument("--json", action="store_true", help="print the figures as JSON instead of the report")
     args = p.parse_args(argv)
+    if args.smoke:
+        args.jobs, args.replicas, args.fairness, args.plain_services, args.settle = 12, 2, True, True, 1.0
+        args.steady, args.changes = args.steady or 3.0, min(args.changes, 2)
+    if not args.nodes:
+        args.nodes = math.ceil(1.1 * args.jobs * args.replicas / int(kwok.NODE_CAPACITY["pods"]))
     if args.jobs < 1 or args.replicas < 1 or args.nodes < 1 or args.concurrency < 1:
         p.error("--jobs, --replicas, --nodes and --concurrency must be at least 1")
     capacity = args.nodes * int(kwok.NODE_CAPACITY["pods"])
@@ -878,8 +1170,13 @@ def main(argv: list[str] | None = None) -> int:
             )
         log(f"starting the control plane with {args.nodes} kwok nodes")
         t = time.perf_counter()
+        qps = args.scheduler_qps
         c = devcluster.start(
-            devcluster.Tier.CLUSTER, nodes=args.nodes, timeout=180, apiserver_args=apiserver_args
+            devcluster.Tier.CLUSTER,
+            nodes=args.nodes,
+            timeout=180,
+            apiserver_args=apiserver_args,
+            scheduler_args=(f"--kube-api-qps={qps:g}", f"--kube-api-burst={int(2 * qps)}"),
         )
         figures["cluster_start_seconds"] = time.perf_counter() - t
         t = time.perf_counter()
@@ -895,19 +1192,26 @@ def main(argv: list[str] | None = None) -> int:
         if not args.skip_plain:
             figures["plain"] = {}
             plain_phase(c, kubeconfigs["bench"], args, figures["plain"])
-            if not args.skip_operator:
-                clean(c, kubeconfigs["bench"], PLAIN_NAMESPACE, args.timeout)
+            clean(c, kubeconfigs["bench"], [PLAIN_NAMESPACE], args.timeout)
+            if args.plain_services:
+                figures["plain_services"] = {}
+                namespace = f"{PLAIN_NAMESPACE}-services"
+                plain_phase(
+                    c, kubeconfigs["bench"], args, figures["plain_services"], namespace, services=True
+                )
+                clean(c, kubeconfigs["bench"], [namespace], args.timeout)
         if not args.skip_operator:
             limits = [(args.qps, args.burst, JOBS_NAMESPACE)]
             if args.also_default_limits:
                 limits.append((*OPERATOR_DEFAULT_LIMITS, f"{JOBS_NAMESPACE}-defaults"))
             figures["operator_runs"] = []
-            for i, (qps, burst, namespace) in enumerate(limits):
+            for i, (qps, burst, base) in enumerate(limits):
                 if i:
-                    clean(c, kubeconfigs["bench"], limits[i - 1][2], args.timeout)
+                    clean(c, kubeconfigs["bench"], spread(limits[i - 1][2], args.namespaces), args.timeout)
                 run: dict[str, Any] = {}
                 figures["operator_runs"].append(run)
-                operator_phase(c, workdir, kubeconfigs, namespace, qps, burst, args, audit_log, run)
+                namespaces = spread(base, args.namespaces)
+                operator_phase(c, workdir, kubeconfigs, namespaces, qps, burst, args, audit_log, run)
         completed = True
     except BenchTimeoutError as e:
         error = str(e)

@@ -311,6 +311,7 @@ async def create(kubeconfig: str, objects: int, nodes: int, concurrency: int) ->
     jobs = objects // 4
     for first in range(0, jobs, 1000):
         await asyncio.gather(*(one(i) for i in range(first, min(first + 1000, jobs))))
+    await api.close()
     return {"create_seconds": time.perf_counter() - started, "jobs": jobs}
 
 
@@ -428,6 +429,8 @@ async def operator(kubeconfig: str, variant: str) -> Obj:
     reconciled = time.perf_counter() - started
     for t in tasks:
         t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await api.close()
     return {
         "variant": variant,
         "caches": caches,

@@ -62,6 +62,7 @@ def start(
     bins: binaries_.Binaries | None = None,
     timeout: float = 90,
     apiserver_args: tuple[str, ...] = (),
+    scheduler_args: tuple[str, ...] = (),
     root: pathlib.Path | None = None,
 ) -> Cluster:
     """Start a cluster; on any failure, stop what was started and raise.
@@ -79,6 +80,7 @@ def start(
         nodes=nodes,
         owns_workdir=owns,
         apiserver_args=apiserver_args,
+        scheduler_args=scheduler_args,
     )
     try:
         _start(cluster, real_nodes, root or pathlib.Path.cwd(), timeout)

@@ -74,6 +74,7 @@ class ControlPlane:
     server: str = ""
     etcd_url: str = ""
     apiserver_args: tuple[str, ...] = ()
+    scheduler_args: tuple[str, ...] = ()
     processes: list[process.Process] = attrs.field(factory=list)
     _owns_workdir: bool = True
     _apiserver_ready: Callable[[], bool] | None = None
@@ -417,6 +418,7 @@ def start_scheduler(c: ControlPlane, timeout: float) -> None:
             f"--secure-port={port}",
             FEATURE_GATES,
             "--v=1",
+            *c.scheduler_args,
         ],
     )
     insecure = ssl.create_default_context()

@@ -1,0 +1,51 @@
+"""The jobs benchmark's short mode runs every phase to its end, in ``make test``.
+
+``bench/jobs_bench.py --smoke``: a plain client (bare pods, then pods with a Service each), the
+operator with 12 jobs, 12 more arriving
+while those finish, and a steady state with two single changes, on a cluster of its own. The
+test asserts that the run completes and that every figure is there, and prints them; it
+asserts no timing — this machine's load moves those, and the full runs are for measuring.
+The one number it holds the operator to is a count: writes per job on the normal course.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import pathlib
+import subprocess
+import sys
+
+BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench" / "jobs_bench.py"
+JOBS, REPLICAS = 12, 2  # what --smoke runs
+
+
+def test_the_jobs_benchmark_short_mode_runs_every_phase() -> None:
+    run = subprocess.run(
+        [sys.executable, "-P", str(BENCH), "--smoke", "--json"], capture_output=True, text=True, timeout=600
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    figures = json.loads(run.stdout)
+    print(_report(figures))
+    assert figures["error"] is None
+    assert figures["plain"]["count"] == JOBS * REPLICAS
+    assert figures["plain"]["latency"]["count"] == JOBS * REPLICAS
+    assert figures["plain_services"]["latency"]["count"] == JOBS * REPLICAS
+    (op,) = figures["operator_runs"]
+    assert op["latency"]["count"] == op["status_lag"]["count"] == JOBS
+    assert op["fairness"]["status_lag"]["count"] == op["fairness"]["finished_lag"]["count"] == JOBS
+    assert op["steady"]["change_from_patch"]["count"] == op["steady"]["change_from_pod"]["count"] == 2
+    assert op["steady"]["cpu_percent"] >= 0
+    assert op["operator_end"]["peak_rss_mib"] > 0
+    # Pods and Services (one per replica) and two status patches: no Events, no create refused.
+    writes = {tuple(r["key"]): r["count"] for r in op["requests"] if r["who"] == "operator"}
+    assert sum(writes.values()) <= JOBS * (REPLICAS + REPLICAS + 2), writes
+
+
+def _report(figures: dict[str, object]) -> str:
+    spec = importlib.util.spec_from_file_location("jobs_bench", BENCH)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return str(module.report(figures))
