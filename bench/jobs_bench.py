@@ -592,10 +592,16 @@ class Watches:
     async def finish(self, pods: Iterable[str], rate: float) -> None:
         """Make ``pods`` exit 0, ``rate`` a second, through the annotation kwok acts on."""
         patch = {"metadata": {"annotations": {kwok.EXIT_CODE: "0"}}}
-        for pod in pods:
+
+        async def one(pod: str) -> None:
             self.own["PATCH", "", "pods", ""] += 1
             await self.api.merge_patch(client.PODS, pod, patch, self.pods.namespace[pod])
+
+        sent = []
+        for pod in pods:  # at the rate asked, however long each answer takes
+            sent.append(asyncio.create_task(one(pod)))
             await asyncio.sleep(1 / rate)
+        await asyncio.gather(*sent)
 
 
 def _phase(obj: Obj) -> str:
@@ -1135,8 +1141,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.smoke:
         args.jobs, args.replicas, args.fairness, args.plain_services, args.settle = 12, 2, True, True, 1.0
         args.steady, args.changes = args.steady or 3.0, min(args.changes, 2)
-    if not args.nodes:
-        args.nodes = math.ceil(1.1 * args.jobs * args.replicas / int(kwok.NODE_CAPACITY["pods"]))
+    if not args.nodes:  # room for both waves of --fairness: the first one's Masters stay, Succeeded
+        waves = 2 if args.fairness else 1
+        args.nodes = math.ceil(1.1 * waves * args.jobs * args.replicas / int(kwok.NODE_CAPACITY["pods"]))
     if args.jobs < 1 or args.replicas < 1 or args.nodes < 1 or args.concurrency < 1:
         p.error("--jobs, --replicas, --nodes and --concurrency must be at least 1")
     capacity = args.nodes * int(kwok.NODE_CAPACITY["pods"])

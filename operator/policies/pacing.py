@@ -5,11 +5,13 @@ failure, a pod that ended. It is what users, scripts and the status lag wait for
 counts of pods *starting* — ``active`` and ``ready`` — move with each pod: written at once,
 a job of N replicas patches its status N times on its way to Running, and a thousand jobs
 starting together spend most of the operator's writes on numbers nobody acts on within
-seconds. A change of those counts alone waits until :data:`PERIOD` after the job's last
-status write — 15 s, the period at which a HorizontalPodAutoscaler reads them through the
-scale subresource — and the write that carries the next real change takes it along. So on
-the normal course a job's status is written twice, created and then running, even when a
-busy scheduler takes ten seconds to place its pods.
+seconds. A change of those counts alone waits, and the write that carries the next real
+change takes it along: in a running job until :data:`PERIOD` after the job's last status
+write — 15 s, the period at which a HorizontalPodAutoscaler reads them through the scale
+subresource; in a job not running yet until :data:`STARTING` after it, since its next real
+change, Running, is what its users wait for. So on the normal course a job's status is
+written twice, created and then running, even when a busy scheduler takes minutes to place
+its pods.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ import attrs
 
 from kubetrain.api import v1beta1
 
-__all__ = ["PERIOD", "counts_only", "delay"]
+__all__ = ["PERIOD", "STARTING", "counts_only", "delay"]
 
 PERIOD = datetime.timedelta(seconds=15)
+STARTING = datetime.timedelta(minutes=5)
 
 
 def counts_only(old: v1beta1.TrainingJobStatus, new: v1beta1.TrainingJobStatus) -> bool:
@@ -35,11 +38,11 @@ def delay(
     new: v1beta1.TrainingJobStatus,
     last_write: datetime.datetime | None,
     now: datetime.datetime,
-    period: datetime.timedelta = PERIOD,
 ) -> float:
     """Seconds to hold the write of ``new`` over ``old``: 0 to write it now."""
     if last_write is None or not counts_only(old, new):
         return 0.0
+    period = PERIOD if old.state is v1beta1.JobState.RUNNING else STARTING
     return max(0.0, (last_write + period - now).total_seconds())
 
 

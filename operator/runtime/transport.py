@@ -56,6 +56,8 @@ class Transport:
         if self._session is None or self._session.closed:
             auth = self.kr8s.auth
             context: ssl.SSLContext | bool = await auth.ssl_context()  # type: ignore[no-untyped-call]
+            if self._session is not None and not self._session.closed:
+                return self._session  # opened by a request that asked at the same time
             headers = {"User-Agent": f"kubetrain/{kr8s.__version__}"}
             if auth.token:
                 headers["Authorization"] = f"Bearer {auth.token}"

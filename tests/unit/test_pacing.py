@@ -22,11 +22,21 @@ def _status(active: int = 0, ready: int = 0, **changes: object) -> v1beta1.Train
     return attrs.evolve(v1beta1.TrainingJobStatus(replica_statuses=replicas), **changes)
 
 
-def test_a_count_change_alone_waits_until_fifteen_seconds_after_the_last_write() -> None:
-    old, new = _status(active=1), _status(active=2, ready=1)
+def test_a_running_jobs_count_change_alone_waits_until_fifteen_seconds_after_the_last_write() -> None:
+    running = v1beta1.JobState.RUNNING
+    old, new = _status(active=1, state=running), _status(active=2, ready=1, state=running)
     assert pacing.counts_only(old, new)
     assert pacing.delay(old, new, last_write=T, now=T + 1.5 * S) == 13.5
     assert pacing.delay(old, new, last_write=T, now=T + 15.5 * S) == 0.0
+
+
+def test_a_starting_jobs_count_change_alone_waits_for_its_next_real_change_or_five_minutes() -> None:
+    old, new = (
+        _status(active=1, state=v1beta1.JobState.CREATED),
+        _status(active=4, state=v1beta1.JobState.CREATED),
+    )
+    assert pacing.delay(old, new, last_write=T, now=T + 60 * S) == 240.0
+    assert pacing.delay(old, new, last_write=T, now=T + 301 * S) == 0.0
 
 
 def test_nothing_written_yet_by_this_process_is_written_at_once() -> None:
@@ -39,9 +49,12 @@ def test_what_says_what_happened_is_written_at_once_and_carries_the_counts() -> 
     for new in (
         _status(active=3, conditions=running),
         _status(active=3, state=v1beta1.JobState.RUNNING),
-        attrs.evolve(old, replica_statuses={**old.replica_statuses, "Worker": v1beta1.ReplicaStatus(failed=1)}),
         attrs.evolve(
-            old, replica_statuses={**old.replica_statuses, "Worker": v1beta1.ReplicaStatus(active=2, attempt=1)}
+            old, replica_statuses={**old.replica_statuses, "Worker": v1beta1.ReplicaStatus(failed=1)}
+        ),
+        attrs.evolve(
+            old,
+            replica_statuses={**old.replica_statuses, "Worker": v1beta1.ReplicaStatus(active=2, attempt=1)},
         ),
         attrs.evolve(old, restarts=v1beta1.RestartCounts(user_code=1)),
     ):
