@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from testkit import strategies
 
@@ -25,29 +25,26 @@ ANNOTATION = trainingjob_conversion.CONVERSION_DATA
 FORM = exact.FORM_DATA
 
 
-def at_most(n: int) -> settings:
-    """Fewer examples than the profile's for properties whose objects cost ~50 ms each to
-    generate and convert; never more than the profile asks (``quick`` stays quick)."""
-    return settings(max_examples=min(n, settings.default.max_examples))
-
-
 def through_storage(job: scheme.TrainingJob) -> scheme.TrainingJob:
     """What etcd does to an object: JSON out, JSON back in."""
     return scheme.decode(json.loads(json.dumps(scheme.encode(job))))
 
 
+@strategies.at_most(500)
 @given(strategies.alpha_jobs())
 def test_v1alpha1_survives_a_trip_through_the_hub(job: v1alpha1.TrainingJob) -> None:
     hub = through_storage(scheme.convert(job, v1beta1.API_VERSION))
     assert through_storage(scheme.convert(hub, v1alpha1.API_VERSION)) == job
 
 
+@strategies.at_most(500)
 @given(strategies.hub_jobs())
 def test_v1beta1_survives_a_trip_through_v1alpha1(job: v1beta1.TrainingJob) -> None:
     spoke = through_storage(scheme.convert(job, v1alpha1.API_VERSION))
     assert through_storage(scheme.convert(spoke, v1beta1.API_VERSION)) == job
 
 
+@strategies.at_most(500)
 @given(strategies.hub_jobs() | strategies.alpha_jobs())
 def test_the_typed_stash_never_shows_in_a_hub_object(job: scheme.TrainingJob) -> None:
     down = scheme.convert(job, v1alpha1.API_VERSION)
@@ -55,6 +52,7 @@ def test_the_typed_stash_never_shows_in_a_hub_object(job: scheme.TrainingJob) ->
     assert ANNOTATION not in scheme.to_hub(job).metadata.annotations
 
 
+@strategies.at_most(500)
 @given(strategies.alpha_jobs())
 def test_an_object_born_v1alpha1_in_canonical_form_needs_no_annotation(job: v1alpha1.TrainingJob) -> None:
     # Everything v1alpha1 says fits in the hub, so going down again stashes nothing...
@@ -65,6 +63,7 @@ def test_an_object_born_v1alpha1_in_canonical_form_needs_no_annotation(job: v1al
     assert not {ANNOTATION, FORM} & set(hub["metadata"].get("annotations", {}))
 
 
+@strategies.at_most(500)
 @given(strategies.hub_jobs(), st.integers(0, 4))
 def test_edits_made_in_v1alpha1_win_over_the_annotation(job: v1beta1.TrainingJob, replicas: int) -> None:
     spoke = scheme.convert(job, v1alpha1.API_VERSION)
@@ -84,6 +83,7 @@ def test_edits_made_in_v1alpha1_win_over_the_annotation(job: v1beta1.TrainingJob
     assert hub.spec.failure_policy == job.spec.failure_policy
 
 
+@strategies.at_most(500)
 @given(strategies.hub_jobs())
 def test_unstructured_conversion_changes_only_labels_and_annotations_in_metadata(
     job: v1beta1.TrainingJob,
@@ -124,7 +124,7 @@ def round_trip(data: dict[str, Any], other: str) -> tuple[dict[str, Any], dict[s
     return there, back
 
 
-@at_most(500)
+@strategies.at_most(500)
 @given(strategies.alpha_wire_jobs())
 def test_a_v1alpha1_object_comes_back_as_written(data: dict[str, Any]) -> None:
     written = canonical(data)
@@ -133,7 +133,7 @@ def test_a_v1alpha1_object_comes_back_as_written(data: dict[str, Any]) -> None:
     assert canonical(back) == written
 
 
-@at_most(500)
+@strategies.at_most(500)
 @given(strategies.hub_wire_jobs())
 def test_a_v1beta1_object_comes_back_as_written(data: dict[str, Any]) -> None:
     written = canonical(data)
@@ -142,7 +142,7 @@ def test_a_v1beta1_object_comes_back_as_written(data: dict[str, Any]) -> None:
     assert canonical(back) == written
 
 
-@at_most(500)
+@strategies.at_most(500)
 @given(strategies.alpha_wire_jobs() | strategies.hub_wire_jobs())
 def test_whatever_admission_admits_converts_both_ways(data: dict[str, Any]) -> None:
     scheme.decode(data)  # admission's own decode, every rule checked
@@ -167,7 +167,7 @@ def with_template_junk(data: dict[str, Any], depth: int, length: int) -> dict[st
     return out
 
 
-@at_most(200)
+@strategies.at_most(200)
 @given(
     strategies.alpha_wire_jobs() | strategies.hub_wire_jobs(),
     st.integers(2, podtemplate.MAX_DEPTH),
@@ -184,7 +184,7 @@ def test_deep_and_large_admitted_objects_convert_exactly_both_ways(
 
 
 @pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
-@at_most(20)
+@strategies.at_most(20)
 @given(
     strategies.alpha_wire_jobs() | strategies.hub_wire_jobs(), st.integers(podtemplate.MAX_DEPTH + 1, 9000)
 )
@@ -199,7 +199,7 @@ def test_objects_stored_past_todays_limits_still_convert_exactly(data: dict[str,
     assert back == stored
 
 
-@at_most(500)
+@strategies.at_most(500)
 @given(st.data(), strategies.alpha_wire_jobs() | strategies.hub_wire_jobs())
 def test_an_object_breaking_a_validation_rule_still_converts_exactly(
     data: st.DataObject, written: dict[str, Any]
@@ -229,7 +229,7 @@ forged_forms = st.fixed_dictionaries(
 ).map(json.dumps)
 
 
-@at_most(500)
+@strategies.at_most(500)
 @given(
     strategies.hub_wire_jobs(),
     st.sampled_from([FORM, ANNOTATION]),
@@ -250,7 +250,7 @@ def test_a_corrupt_conversion_annotation_on_a_hub_object_never_fails_a_conversio
         assert canonical(back) == canonical(expected)
 
 
-@at_most(500)
+@strategies.at_most(500)
 @given(strategies.alpha_wire_jobs(), strategies.alpha_wire_jobs())
 def test_a_stale_form_record_never_changes_what_an_object_means(
     first: dict[str, Any], second: dict[str, Any]
@@ -290,7 +290,7 @@ field_names = st.sampled_from(
 field_values = st.sampled_from([0, 1, 3, "All", "Running", "WORKER", {}, [], None]) | strategies.json_values
 
 
-@at_most(500)
+@strategies.at_most(500)
 @given(st.data(), strategies.hub_wire_jobs())
 def test_a_forged_form_record_never_changes_what_an_object_means(
     data: st.DataObject, written: dict[str, Any]

@@ -31,6 +31,7 @@ def test_arbitrary_json_is_rejected_cleanly(data: Any) -> None:
     decode_or_reject(data)
 
 
+@strategies.at_most(1000)
 @given(jobs, st.data())
 def test_any_single_mutation_is_accepted_or_rejected_cleanly(
     job: scheme.TrainingJob, data: st.DataObject
@@ -50,6 +51,7 @@ def test_any_single_mutation_is_accepted_or_rejected_cleanly(
     decode_or_reject(copy.deepcopy(doc))
 
 
+@strategies.at_most(1000)
 @given(jobs, st.data())
 def test_unknown_fields_are_named_with_their_path(job: scheme.TrainingJob, data: st.DataObject) -> None:
     doc = json.loads(json.dumps(scheme.encode(job)))

@@ -23,6 +23,7 @@ def api_types() -> set[type]:
     }
 
 
+@strategies.at_most(1000)
 @given(jobs)
 def test_every_nested_value_round_trips_through_json(job: scheme.TrainingJob) -> None:
     for value in walk.values(job):
@@ -30,6 +31,7 @@ def test_every_nested_value_round_trips_through_json(job: scheme.TrainingJob) ->
         assert wire.structure(data, type(value)) == value
 
 
+@strategies.at_most(1000)
 @given(jobs)
 def test_encoding_omits_exactly_the_defaults(job: scheme.TrainingJob) -> None:
     for value in walk.values(job):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -119,6 +121,6 @@ def test_the_highest_priority_waiting_goes_first(adds: list[tuple[str, int]]) ->
     for i, (key, priority) in enumerate(adds):
         if priority == best[key] and key not in reached:
             reached[key] = i
-    for a, b in zip(drained, drained[1:], strict=False):
+    for a, b in itertools.pairwise(drained):
         if best[a] == best[b]:
             assert reached[a] < reached[b]

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from kubetrain.api import meta, schema, v1alpha1, v1beta1, wire
@@ -582,3 +583,10 @@ def rule_breaking(draw: st.DrawFn, data: dict[str, Any]) -> dict[str, Any]:
                 "spec": {**spec["template"]["spec"], "containers": containers},
             }
     return out
+
+
+def at_most(n: int) -> settings:
+    """Fewer examples than the profile's for properties whose objects cost tens of ms each to
+    generate and check (the tier must stay within make test's budget); never more than the
+    profile asks, so ``quick`` stays quick."""
+    return settings(max_examples=min(n, settings.default.max_examples))

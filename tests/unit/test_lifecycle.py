@@ -64,7 +64,8 @@ def test_a_new_job_is_created_then_runs_when_every_replica_runs() -> None:
     w.kubelets()
     second = w.reconcile()
     assert w.state is S.RUNNING
-    assert second.create == () and second.events == ()
+    assert second.create == ()
+    assert second.events == ()
     assert w.status.replica_statuses["Worker"].ready == w.status.replica_statuses["Worker"].active == 2
     assert w.status.replica_statuses["Worker"].selector == (
         "training.kubetrain.dev/job-name=tj,training.kubetrain.dev/replica-type=worker"
