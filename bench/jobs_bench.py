@@ -1228,6 +1228,8 @@ def main(argv: list[str] | None = None) -> int:
         error = str(e)
     except process.StartError as e:
         error = f"a process failed: {e}"
+    except client.ApiError as e:  # the figures so far are still printed
+        error = f"the apiserver answered {e}"
     except KeyboardInterrupt:
         error = "interrupted"
     finally:
