@@ -9,7 +9,7 @@ Starts the local control plane with kwok fake nodes (as many as the pods need; k
 binds pods, kwok makes them Running). kube-scheduler runs with ``--kube-api-qps``
 ``--scheduler-qps`` (1000; burst twice that): at its default, 50, it binds about 50 pods a
 second and the floor would measure the scheduler. The benchmark installs the TrainingJob
-CRD and runs its phases, each in its own namespace, deleted (and drained of pods) before
+CRD and runs its phases, each in namespaces of its own (``--namespaces`` spreads the jobs), deleted (and drained of pods) before
 the next starts:
 
 1. **Plain client (the lower bound).** No operator. The benchmark itself creates
