@@ -9,8 +9,8 @@ Starts the local control plane with kwok fake nodes (as many as the pods need; k
 binds pods, kwok makes them Running). kube-scheduler runs with ``--kube-api-qps``
 ``--scheduler-qps`` (1000; burst twice that): at its default, 50, it binds about 50 pods a
 second and the floor would measure the scheduler. The benchmark installs the TrainingJob
-CRD and runs its phases, each in namespaces of its own (``--namespaces`` spreads the jobs), deleted (and drained of pods) before
-the next starts:
+CRD and runs its phases, each in namespaces of its own (``--namespaces`` spreads the jobs),
+deleted (and drained of pods) before the next starts:
 
 1. **Plain client (the lower bound).** No operator. The benchmark itself creates
    jobs x replicas bare pods with the same concurrency it uses for jobs, and times them
