@@ -246,9 +246,7 @@ class TrainingJobReconciler:
     ) -> tuple[tuple[str, int], ...]:
         def made(key: str, index: int) -> bool:
             name = naming.replica_name(job.metadata.name or "", key, index)
-            return self._cached(
-                {"kind": "Pod", "metadata": {"name": name, "namespace": job.metadata.namespace}}
-            )
+            return self._exists("Pod", f"{job.metadata.namespace}/{name}")
 
         return tuple(w for w in wanted if not made(*w))
 
@@ -363,17 +361,19 @@ class TrainingJobReconciler:
         return refused
 
     def _cached(self, obj: Obj) -> bool:
-        """Whether ``obj`` exists, as far as this process knows now: in its cache, or created by it
-        and not shown yet. Asked again just before creating: the decision was made before the
-        status write, and the cache has moved on since."""
+        """Whether ``obj`` exists, as far as this process knows now. Asked again just before
+        creating: the decision was made before the status write, and the cache has moved on since."""
+        return self._exists(obj["kind"], cache.key_of(obj))
+
+    def _exists(self, kind: str, key: str) -> bool:
+        """In its cache, or created by this process and not shown yet."""
         # Secrets are not watched (their data is none of the operator's business once made):
         # creating one that exists is refused with 409, which keeps the job's first key.
         stores = {"ConfigMap": self.config_maps.store, "Service": self.services.store, "Pod": self.pods.store}
-        store = stores.get(obj["kind"])
-        key = cache.key_of(obj)
-        if obj["kind"] == "Service" and key in self._deleted_services:
+        store = stores.get(kind)
+        if kind == "Service" and key in self._deleted_services:
             return False
-        expected = self._expected.get(obj["kind"])
+        expected = self._expected.get(kind)
         return store is not None and (store.get(key) is not None or bool(expected and expected.pending(key)))
 
     async def _create_one(self, job: v1beta1.TrainingJob, obj: Obj) -> lifecycle.Refused | None:

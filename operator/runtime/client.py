@@ -59,24 +59,18 @@ class Resource:
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
-    def parts(
-        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
-    ) -> tuple[str, str, str]:
-        """(base, version, rest): the pieces of the resource's path."""
-        base = "/apis" if self.group else "/api"
-        rest = [f"namespaces/{namespace}"] if namespace and self.namespaced else []
-        rest.append(self.plural)
-        if name:
-            rest.append(name)
-            if subresource:
-                rest.append(subresource)
-        return base, self.api_version, "/".join(rest)
-
     def path(
         self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
     ) -> str:
-        base, version, rest = self.parts(namespace, name, subresource)
-        return f"{base}/{version}/{rest}"
+        parts = ["/apis" if self.group else "/api", self.api_version]
+        if namespace and self.namespaced:
+            parts += ["namespaces", namespace]
+        parts.append(self.plural)
+        if name:
+            parts.append(name)
+            if subresource:
+                parts.append(subresource)
+        return "/".join(parts)
 
 
 PODS = Resource("", "v1", "pods", "Pod")

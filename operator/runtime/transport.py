@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import ssl
 from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
 import aiohttp
 import attrs
@@ -50,7 +51,9 @@ class Transport:
     def __init__(self, api: kr8s.asyncio.Api) -> None:
         self.kr8s = api
         self._session: aiohttp.ClientSession | None = None
+        # Set with the session, from the same authentication: the base URL, SNI name and proxy.
         self._server = ""
+        self._options: dict[str, object] = {}
 
     async def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -62,6 +65,7 @@ class Transport:
             if auth.token:
                 headers["Authorization"] = f"Bearer {auth.token}"
             self._server = str(auth.server).rstrip("/")
+            self._options = _options(auth)
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(ssl=context, limit=POOL),
                 headers=headers,
@@ -72,15 +76,6 @@ class Transport:
         if self._session is not None:
             await self._session.close()
             self._session = None
-
-    def _options(self) -> dict[str, object]:
-        auth = self.kr8s.auth
-        options: dict[str, object] = {}
-        if auth.tls_server_name:
-            options["server_hostname"] = auth.tls_server_name
-        if auth.proxy:
-            options["proxy"] = auth.proxy
-        return options
 
     async def request(
         self,
@@ -103,7 +98,7 @@ class Transport:
                     data=body,
                     headers=dict(headers),
                     timeout=aiohttp.ClientTimeout(total=timeout),
-                    **self._options(),  # type: ignore[arg-type]
+                    **self._options,  # type: ignore[arg-type]
                 ) as r:
                     answer = Response(status=r.status, body=await r.read())
             except TimeoutError:  # aiohttp's read timeout is a ClientError too: keep it a timeout
@@ -134,7 +129,7 @@ class Transport:
                     self._server + path,
                     params=dict(params),
                     timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=read_timeout),
-                    **self._options(),  # type: ignore[arg-type]
+                    **self._options,  # type: ignore[arg-type]
                 ) as r:
                     if r.status == 401 and attempt < REAUTHENTICATE:
                         await self._reauthenticate()
@@ -152,6 +147,15 @@ class Transport:
     async def _reauthenticate(self) -> None:
         await self.kr8s.auth.reauthenticate()
         await self.close()
+
+
+def _options(auth: Any) -> dict[str, object]:  # kr8s's KubeAuth (untyped)
+    options: dict[str, object] = {}
+    if auth.tls_server_name:
+        options["server_hostname"] = auth.tls_server_name
+    if auth.proxy:
+        options["proxy"] = auth.proxy
+    return options
 
 
 async def _lines(content: aiohttp.StreamReader) -> AsyncIterator[bytes]:
