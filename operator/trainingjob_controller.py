@@ -261,7 +261,7 @@ class TrainingJobReconciler:
         ):
             return 0.0
         last = self._status_written_at.get(f"{job.metadata.namespace}/{job.metadata.name}")
-        return pacing.delay(job.status, decision.status, last, self.clock())
+        return pacing.delay(job.status, decision.status, last, self.clock(), due=decision.requeue_after)
 
     async def _patch_status(self, obj: Obj, status_patch: Obj) -> Obj | None:
         """Merge-patch the status of ``obj``, only if it is still the version read; else None."""

@@ -11,7 +11,8 @@ write — 15 s, the period at which a HorizontalPodAutoscaler reads them through
 subresource; in a job not running yet until :data:`STARTING` after it, since its next real
 change, Running, is what its users wait for. So on the normal course a job's status is
 written twice, created and then running, even when a busy scheduler takes minutes to place
-its pods.
+its pods. A hold never outlasts what the step itself waits for (a pod's termination
+deadline, a backoff): the pass then due writes the held counts with its own change.
 """
 
 from __future__ import annotations
@@ -38,12 +39,17 @@ def delay(
     new: v1beta1.TrainingJobStatus,
     last_write: datetime.datetime | None,
     now: datetime.datetime,
+    due: float | None = None,
 ) -> float:
-    """Seconds to hold the write of ``new`` over ``old``: 0 to write it now."""
+    """Seconds to hold the write of ``new`` over ``old``: 0 to write it now.
+
+    ``due`` is when, in seconds from ``now``, the step wants to look at the job again.
+    """
     if last_write is None or not counts_only(old, new):
         return 0.0
     period = PERIOD if old.state is v1beta1.JobState.RUNNING else STARTING
-    return max(0.0, (last_write + period - now).total_seconds())
+    hold = max(0.0, (last_write + period - now).total_seconds())
+    return hold if due is None else min(hold, due)
 
 
 def _uncounted(status: v1beta1.TrainingJobStatus) -> v1beta1.TrainingJobStatus:

@@ -39,6 +39,16 @@ def test_a_starting_jobs_count_change_alone_waits_for_its_next_real_change_or_fi
     assert pacing.delay(old, new, last_write=T, now=T + 301 * S) == 0.0
 
 
+def test_a_hold_ends_when_the_step_wants_to_look_again() -> None:
+    # A restarting job waits for its lost pod's termination deadline, due in 3 s; holding its
+    # count change for the starting period would hold the forced delete, and the job, with it.
+    restarting = v1beta1.JobState.RESTARTING
+    old, new = _status(active=1, ready=1, state=restarting), _status(active=1, state=restarting)
+    assert pacing.delay(old, new, last_write=T, now=T, due=3.0) == 3.0
+    assert pacing.delay(old, new, last_write=T, now=T, due=None) == 300.0
+    assert pacing.delay(old, new, last_write=T, now=T + 299 * S, due=3.0) == 1.0
+
+
 def test_nothing_written_yet_by_this_process_is_written_at_once() -> None:
     assert pacing.delay(_status(active=1), _status(active=2), last_write=None, now=T) == 0.0
 
