@@ -6,8 +6,9 @@ them). Events of owned kinds enqueue the key of their controlling owner. What th
 lists bring, and a new object's first pass, wait at :data:`~.workqueue.LOW` priority: a
 change to what runs already — its pods, its spec — goes first. Workers start
 only after every informer has synced. Each reconcile runs in its own span carrying the
-key, the generation and the result, and its outcome drives the queue: ``Result()``
-forgets the key's backoff, ``requeue_after`` delays it, an error backs it off, a
+key, the generation and the result, and its outcome drives the queue: a success forgets
+the key's backoff and sets its one timer — ``requeue_after``, or none for ``Result()``
+(earlier passes' timers go: this pass saw what they did) — an error backs it off, a
 :class:`~.reconcile.TerminalError` is recorded and dropped.
 """
 
@@ -130,13 +131,11 @@ class Controller:
                 span.record_exception(e)
                 self.queue.add_rate_limited(request)
             else:
-                if result.requeue_after:
-                    outcome = "requeue_after"
-                    self.queue.forget(request)
-                    self.queue.add_after(request, result.requeue_after)
-                else:
-                    outcome = "success"
-                    self.queue.forget(request)
+                outcome = "requeue_after" if result.requeue_after else "success"
+                self.queue.forget(request)
+                # This pass saw everything the earlier ones did: its time to look again is
+                # the only one left.
+                self.queue.schedule(request, result.requeue_after or None)
             span.set_attribute("result", outcome)
         metrics.ACTIVE_WORKERS.labels(self.name).dec()
         metrics.RECONCILE_TOTAL.labels(self.name, outcome).inc()

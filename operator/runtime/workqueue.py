@@ -4,9 +4,12 @@
   :meth:`WorkQueue.done`; if it is added meanwhile it is marked dirty and queued once
   more after ``done`` — so no change is lost and none is processed twice at once.
 - **Deduplication.** A key waiting in the queue is there once, however often it is added.
-- **Delays.** :meth:`add_after` for ``Result(requeue_after)``; :meth:`add_rate_limited`
-  for errors, with the delay from a :mod:`~.ratelimit` limiter. A key delayed twice keeps
-  the earlier time.
+- **Delays.** :meth:`add_rate_limited` for errors, with the delay from a :mod:`~.ratelimit`
+  limiter, and :meth:`add_after`: a key delayed twice keeps the earlier time. A successful
+  pass says *when* to look again, and that is all it needs: :meth:`schedule` replaces the
+  key's delay, or drops it. client-go keeps every timer, so a job held for minutes and then
+  written for another reason still has its pass run minutes later, for nothing — ten
+  thousand of them kept an idle operator busy.
 - **Priorities.** A key is added with a priority (:data:`NORMAL` unless said otherwise) and
   the highest waiting priority is handed out first, in order of adding within one; a key
   added again with a higher priority moves up, never down. The controller gives a job's
@@ -118,6 +121,12 @@ class WorkQueue(Generic[K]):
         self._delayed_at[key] = ready
         heapq.heappush(self._delayed, (ready, next(self._seq), key))
         self._wakeup.set()
+
+    def schedule(self, key: K, delay: float | None) -> None:
+        """Hand ``key`` out again after ``delay``, instead of any earlier delay; never if ``None``."""
+        self._delayed_at.pop(key, None)  # its heap entry is dead now: skipped when due
+        if delay is not None:
+            self.add_after(key, delay)
 
     def add_rate_limited(self, key: K) -> None:
         self._metrics.retried()

@@ -37,6 +37,7 @@ class QueueMachine(RuleBasedStateMachine):
         )
         self.held: set[str] = set()
         self.owed: set[str] = set()  # added since it was last handed out
+        self.timers: dict[str, float] = {}  # key -> when its delay ends
 
     @rule(key=KEYS, priority=PRIORITIES)
     def add(self, key: str, priority: int) -> None:
@@ -46,12 +47,28 @@ class QueueMachine(RuleBasedStateMachine):
     @rule(key=KEYS, delay=st.floats(0, 2))
     def add_after(self, key: str, delay: float) -> None:
         self.queue.add_after(key, delay)
-        self.owed.add(key)
+        self._delay(key, delay, keep_earlier=True)
 
     @rule(key=KEYS)
     def add_rate_limited(self, key: str) -> None:
+        delay = min(0.005 * 2 ** self.queue.num_requeues(key), 1.0)
         self.queue.add_rate_limited(key)
-        self.owed.add(key)
+        self._delay(key, delay, keep_earlier=True)
+
+    @rule(key=KEYS, delay=st.none() | st.floats(0, 2))
+    def schedule(self, key: str, delay: float | None) -> None:
+        self.queue.schedule(key, delay)
+        self.timers.pop(key, None)
+        if delay is not None:
+            self._delay(key, delay, keep_earlier=False)
+
+    def _delay(self, key: str, delay: float, *, keep_earlier: bool) -> None:
+        if delay <= 0:
+            self.owed.add(key)
+            return
+        ready = self.clock.now + delay
+        if not (keep_earlier and self.timers.get(key, ready) < ready):
+            self.timers[key] = ready
 
     @rule(key=KEYS)
     def forget(self, key: str) -> None:
@@ -63,6 +80,11 @@ class QueueMachine(RuleBasedStateMachine):
 
     @rule()
     def take(self) -> None:
+        # What is due is promoted before anything is handed out.
+        for key, ready in list(self.timers.items()):
+            if ready <= self.clock.now:
+                del self.timers[key]
+                self.owed.add(key)
         key = self.queue.get_nowait()
         if key is None:
             return
@@ -78,8 +100,8 @@ class QueueMachine(RuleBasedStateMachine):
         self.queue.done(key)
 
     @invariant()
-    def nothing_owed_is_lost(self) -> None:
-        assert self.owed <= self.queue.pending()
+    def nothing_owed_is_lost_and_no_timer_outlives_its_replacement(self) -> None:
+        assert self.queue.pending() == self.owed | set(self.timers)
 
     @invariant()
     def processing_is_what_workers_hold(self) -> None:
@@ -96,7 +118,7 @@ class QueueMachine(RuleBasedStateMachine):
             assert key not in seen, f"{key} handed out twice while draining"
             seen.add(key)
             self.queue.done(key)
-        assert self.owed <= seen
+        assert self.owed | set(self.timers) == seen
         assert len(self.queue) == 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from kubetrain.operator.runtime import client, controller, informer, reconcile, workqueue
@@ -87,3 +88,27 @@ def test_an_owned_kind_limited_to_some_events_wakes_its_owner_on_those_and_the_i
     services._notify("MODIFIED", _pod("made"), _pod("made"))
     services._notify("DELETED", _pod("deleted"), _pod("deleted"))
     assert _drain(ctl.queue) == ["deleted", "listed"]
+
+
+class Answers:
+    """Answers each pass with the next of ``results``."""
+
+    def __init__(self, *results: reconcile.Result) -> None:
+        self.results = list(results)
+
+    async def reconcile(self, request: reconcile.Request) -> reconcile.Result:
+        return self.results.pop(0)
+
+
+def test_a_pass_sets_the_one_time_its_key_is_looked_at_again() -> None:
+    # A job held for minutes and then written for another reason must not be passed over
+    # again minutes later for nothing: ten thousand such timers kept an idle operator busy.
+    jobs = informer.Informer(None, client.TRAININGJOBS)  # type: ignore[arg-type]
+    answers = Answers(
+        reconcile.Result(requeue_after=300), reconcile.Result(), reconcile.Result(requeue_after=3)
+    )
+    ctl = controller.Controller("t", answers, jobs, [])
+    key = reconcile.Request("ns", "job")
+    for pending in ({key}, set(), {key}):
+        asyncio.run(ctl._process(key))
+        assert ctl.queue.pending() == pending
