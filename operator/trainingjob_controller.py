@@ -112,7 +112,6 @@ class TrainingJobReconciler:
         services.add_handler(self._expected["Service"].handler)
         # Services deleted by a scale-down (namespace/name): the cache may still hold one when
         # its worker is scaled back up, and it must not pass for existing then.
-        self._deleted_services: set[str] = set()
 
     async def reconcile(self, request: rec.Request) -> rec.Result:
         obj = self._fetch(str(request))
@@ -371,10 +370,11 @@ class TrainingJobReconciler:
         # creating one that exists is refused with 409, which keeps the job's first key.
         stores = {"ConfigMap": self.config_maps.store, "Service": self.services.store, "Pod": self.pods.store}
         store = stores.get(kind)
-        if kind == "Service" and key in self._deleted_services:
-            return False
-        expected = self._expected.get(kind)
-        return store is not None and (store.get(key) is not None or bool(expected and expected.pending(key)))
+        expectations = self._expected.get(kind)
+        expected = expectations.expected(key) if expectations is not None else None
+        if expected is not None:
+            return expected
+        return store is not None and store.get(key) is not None
 
     async def _create_one(self, job: v1beta1.TrainingJob, obj: Obj) -> lifecycle.Refused | None:
         group = self._is_group(obj)
@@ -382,7 +382,6 @@ class TrainingJobReconciler:
         assert resource is not None
         try:
             await self.api.create(resource, obj, obj["metadata"]["namespace"])
-            self._deleted_services.discard(cache.key_of(obj))
             if (expected := self._expected.get(obj["kind"])) is not None:
                 expected.created(cache.key_of(obj))
         except client.ApiError as e:
@@ -466,7 +465,8 @@ class TrainingJobReconciler:
     async def _delete_surplus_services(self, job: v1beta1.TrainingJob) -> None:
         owned = self.services.store.by_index("owner", f"{job.metadata.namespace}/{job.metadata.name}")
         names = cleanup.surplus_services(job.spec, owned)
-        self._deleted_services |= {f"{job.metadata.namespace}/{n}" for n in names}
+        for n in names:
+            self._expected["Service"].deleted(f"{job.metadata.namespace}/{n}")
         await asyncio.gather(
             *(
                 self._delete_exactly(client.CHILDREN["Service"], n, job.metadata.namespace, None)

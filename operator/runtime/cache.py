@@ -147,32 +147,43 @@ class Tombstones:
 
 
 class Expectations:
-    """Objects this process created that its cache has not shown yet.
+    """Objects this process created or deleted that its cache does not show so yet.
 
     A create is answered before the watch delivers the object, and a reconcile in between
     sees it missing: created again, it is refused (409) — no harm, but a wasted write, and
-    on a loaded apiserver watches lag tens of seconds behind the answers. A created object
-    is noted here until the informer says anything of it, or until ``ttl`` has passed (five
-    minutes, as Kubernetes' own controllers wait); until then it counts as there.
+    on a loaded apiserver watches lag tens of seconds behind the answers. A deleted object
+    still in the cache would be taken as there, and not made again when wanted back. So a
+    created object counts as there until the informer says anything of it, and a deleted
+    one as gone until the informer says it went — or until ``ttl`` has passed (five minutes,
+    as Kubernetes' own controllers wait), after which the cache is believed again.
     """
 
     def __init__(self, ttl: float = 300.0, clock: Callable[[], float] = time.monotonic) -> None:
         self._ttl, self._clock = ttl, clock
-        self._pending: dict[str, float] = {}
+        self._expected: dict[str, tuple[bool, float]] = {}  # key -> (there?, since)
 
     def created(self, key: str) -> None:
-        self._pending[key] = self._clock()
+        self._expected[key] = (True, self._clock())
 
-    def pending(self, key: str) -> bool:
-        at = self._pending.get(key)
-        if at is None:
-            return False
-        if self._clock() - at > self._ttl:
-            del self._pending[key]
-            return False
-        return True
+    def deleted(self, key: str) -> None:
+        self._expected[key] = (False, self._clock())
+
+    def expected(self, key: str) -> bool | None:
+        """Whether ``key`` is to be taken as there; ``None``: ask the cache."""
+        entry = self._expected.get(key)
+        if entry is None:
+            return None
+        there, since = entry
+        if self._clock() - since > self._ttl:
+            del self._expected[key]
+            return None
+        return there
 
     def handler(self, event: str, obj: Obj, _old: Obj | None) -> None:
-        """An informer handler: an object seen, or seen going, is no longer expected."""
-        if self._pending:
-            self._pending.pop(key_of(obj), None)
+        """An informer handler: a created object seen (or seen going), a deleted one seen going."""
+        if not self._expected:
+            return
+        key = key_of(obj)
+        entry = self._expected.get(key)
+        if entry is not None and (entry[0] or event == "DELETED"):
+            del self._expected[key]

@@ -61,17 +61,35 @@ def test_an_expected_object_counts_as_there_until_it_is_seen_or_its_time_is_up()
     now = [0.0]
     e = cache.Expectations(ttl=300, clock=lambda: now[0])
     pod = {"metadata": {"name": "p", "namespace": "ns"}}
-    assert not e.pending("ns/p")
+    assert e.expected("ns/p") is None
     e.created("ns/p")
     e.handler("ADDED", {"metadata": {"name": "q", "namespace": "ns"}}, None)
-    assert e.pending("ns/p")
+    assert e.expected("ns/p") is True
     now[0] = 200  # a loaded apiserver's watch lags
-    assert e.pending("ns/p")
+    assert e.expected("ns/p") is True
     e.handler("ADDED", pod, None)
-    assert not e.pending("ns/p")
+    assert e.expected("ns/p") is None
     e.created("ns/p")
     e.handler("DELETED", pod, pod)  # gone before anything else was seen of it: make it again
-    assert not e.pending("ns/p")
+    assert e.expected("ns/p") is None
     e.created("ns/p")
     now[0] = 501  # never heard of: the watch must have missed it
-    assert not e.pending("ns/p")
+    assert e.expected("ns/p") is None
+
+
+def test_a_deleted_object_counts_as_gone_until_it_is_seen_going_or_its_time_is_up() -> None:
+    # A Service of a replica scaled away, wanted back before its watch says it went.
+    now = [0.0]
+    e = cache.Expectations(ttl=300, clock=lambda: now[0])
+    svc = {"metadata": {"name": "s", "namespace": "ns"}}
+    e.deleted("ns/s")
+    e.handler("MODIFIED", svc, svc)  # the old object, still there
+    assert e.expected("ns/s") is False
+    e.handler("DELETED", svc, svc)
+    assert e.expected("ns/s") is None
+    e.deleted("ns/s")
+    e.created("ns/s")  # made again: there, whatever the old one's events say
+    assert e.expected("ns/s") is True
+    e.deleted("ns/s")
+    now[0] = 301
+    assert e.expected("ns/s") is None
