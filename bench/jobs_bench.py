@@ -24,9 +24,12 @@ deleted (and drained of pods) before the next starts:
 3. **Fairness** (``--fairness``). As many new jobs again, while the running ones finish
    (their Masters exit 0 at a steady rate through kwok): the status lag of the finishing
    jobs, and of the new ones, while thousands of first passes wait.
-4. **Steady state** (``--steady SECONDS``). With every job running and nothing changing,
-   the operator's CPU over SECONDS (as a share of one core); then ``--changes`` single
-   changes one after another (a Master exits 0), each timed until its job says Succeeded.
+4. **Steady state** (``--steady SECONDS``). Once every job runs, the benchmark waits until
+   its watches have shown no change to a pod or a job for ``--quiet`` seconds (kwok may
+   still be catching up on pods' conditions long after they all run), then takes the
+   operator's CPU over SECONDS (as a share of one core), with the changes its watches saw
+   meanwhile and the operator's reconciles; then ``--changes`` single changes one after
+   another (a Master exits 0), each timed until its job says Succeeded.
 
 Per-object latencies (create sent → Running seen on the benchmark's watch) give p50/p95.
 The **status lag** of a job is the time from the moment the benchmark's own pod watch
@@ -380,6 +383,8 @@ class Waiter:
         self.job: dict[str, str] = {}
         self.namespace: dict[str, str] = {}
         self.listed = asyncio.Event()
+        self.changes = 0  # objects seen added, changed or deleted by the watch
+        self.changed_at = time.perf_counter()
 
     def _key(self, verb: str) -> RowKey:
         return (verb, self.resource.group, self.resource.plural, "")
@@ -420,8 +425,11 @@ class Waiter:
                         if ev["type"] == "ERROR":  # 410 Gone, most likely: list again
                             raise client.ApiError(int(ev["object"].get("code", 0)), "Expired", "watch error")
                         rv = ev["object"]["metadata"]["resourceVersion"]
+                        if ev["type"] != "BOOKMARK":
+                            self.changes += 1
+                            self.changed_at = time.perf_counter()
                         if ev["type"] in ("ADDED", "MODIFIED"):
-                            self._see(ev["object"], time.perf_counter())
+                            self._see(ev["object"], self.changed_at)
             except client.ApiError:
                 await asyncio.sleep(0.2)
 
@@ -793,7 +801,7 @@ def operator_phase(
                 names = await fairness(w, names, first["seconds"], args, alive, result["fairness"])
             if args.steady:
                 assert op.pid is not None
-                result["steady"] = await steady(w, op.pid, names, args, alive)
+                result["steady"] = await steady(w, op.pid, metrics_port, names, args, alive)
 
     try:
         asyncio.run(run())
@@ -857,15 +865,30 @@ async def fairness(
 
 
 async def steady(
-    w: Watches, pid: int, running: list[str], args: argparse.Namespace, alive: Callable[[], None]
+    w: Watches,
+    pid: int,
+    metrics_port: int,
+    running: list[str],
+    args: argparse.Namespace,
+    alive: Callable[[], None],
 ) -> dict[str, Any]:
     """The operator's CPU while nothing changes, then how fast a change to one job shows."""
-    log(f"steady state: {len(running)} running jobs, {args.steady:.0f}s with nothing changing")
-    await asyncio.sleep(args.settle)
+    log(f"steady state: {len(running)} running jobs; waiting for {args.quiet:.0f}s without a change")
+    waited = time.perf_counter()
+    while time.perf_counter() - max(w.pods.changed_at, w.jobs.changed_at) < args.quiet:
+        if time.perf_counter() - waited > args.timeout:
+            raise BenchTimeoutError(f"pods or jobs still changing after {args.timeout:.0f}s")
+        alive()
+        await asyncio.sleep(1)
+    waited = time.perf_counter() - waited
+    log(f"  quiet after {waited:.0f}s; {args.steady:.0f}s with nothing changing")
+    changes, reconciles = w.pods.changes + w.jobs.changes, sum(operator_reconciles(metrics_port).values())
     cpu, t = proc_figures(pid)["cpu_seconds"], time.perf_counter()
     await asyncio.sleep(args.steady)
     alive()
     cpu_percent = 100 * (proc_figures(pid)["cpu_seconds"] - cpu) / (time.perf_counter() - t)
+    changes = w.pods.changes + w.jobs.changes - changes
+    reconciles = sum(operator_reconciles(metrics_port).values()) - reconciles
     from_patch, from_pod = [], []
     for job in running[: args.changes]:  # one at a time: a single change in a quiet cluster
         master = naming.replica_name(job, "Master", 0)
@@ -877,6 +900,9 @@ async def steady(
     return {
         "jobs": len(running),
         "seconds": args.steady,
+        "waited": waited,
+        "changes_seen": changes,
+        "reconciles": reconciles,
         "cpu_percent": cpu_percent,
         "change_from_patch": percentiles(from_patch),
         "change_from_pod": percentiles(from_pod),
@@ -1005,8 +1031,9 @@ def steady_lines(st: Mapping[str, Any] | None) -> list[str]:
         return []
     return [
         "",
-        f"  steady state: {st['jobs']} running jobs, nothing changing for {st['seconds']:.0f}s: "
-        f"operator CPU {st['cpu_percent']:.2f}% of one core",
+        f"  steady state: {st['jobs']} running jobs, quiet {st['waited']:.0f}s after all ran, then "
+        f"{st['seconds']:.0f}s: operator CPU {st['cpu_percent']:.2f}% of one core "
+        f"({st['reconciles']:.0f} reconciles; {st['changes_seen']} pod or job changes seen meanwhile)",
         f"    {fmt_lag('one change (a Master exits 0): patch sent → job Succeeded', st['change_from_patch'])}",
         f"    {fmt_lag('one change: Master seen Succeeded → job Succeeded', st['change_from_pod'])}",
     ]
@@ -1127,6 +1154,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--changes", type=int, default=5, help="single changes timed in the steady state (default 5)"
     )
     p.add_argument(
+        "--quiet",
+        type=float,
+        default=10.0,
+        help="seconds without a pod or job change before the steady state is measured (default 10)",
+    )
+    p.add_argument(
         "--smoke",
         action="store_true",
         help="a small run of every phase (12 jobs x 2, fairness, steady state): for make test",
@@ -1144,7 +1177,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.smoke:
         args.jobs, args.replicas, args.fairness, args.plain_services, args.settle = 12, 2, True, True, 1.0
-        args.steady, args.changes = args.steady or 3.0, min(args.changes, 2)
+        args.steady, args.changes, args.quiet = args.steady or 3.0, min(args.changes, 2), min(args.quiet, 2.0)
     if not args.nodes:  # room for both waves of --fairness: the first one's Masters stay, Succeeded
         waves = 2 if args.fairness else 1
         args.nodes = math.ceil(1.1 * waves * args.jobs * args.replicas / int(kwok.NODE_CAPACITY["pods"]))
