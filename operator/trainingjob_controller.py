@@ -106,12 +106,11 @@ class TrainingJobReconciler:
         self._refused: dict[str, tuple[lifecycle.Refused, ...]] = {}
         # key -> the gang groups this process created (or found made) for the job
         self._groups: dict[str, set[str]] = {}
-        # What this process created and its caches have not shown yet, by kind.
+        # What this process created, or deleted (Services of a scale-down, which may be wanted
+        # back at once), that its caches do not show so yet, by kind.
         self._expected = {"Pod": cache.Expectations(), "Service": cache.Expectations()}
         pods.add_handler(self._expected["Pod"].handler)
         services.add_handler(self._expected["Service"].handler)
-        # Services deleted by a scale-down (namespace/name): the cache may still hold one when
-        # its worker is scaled back up, and it must not pass for existing then.
 
     async def reconcile(self, request: rec.Request) -> rec.Result:
         obj = self._fetch(str(request))
