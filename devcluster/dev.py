@@ -14,6 +14,7 @@ a local process and nothing runs in the pods.
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import pathlib
@@ -66,6 +67,8 @@ def up(
         return 1
     # `dev down` sends SIGTERM: treat it as Ctrl-C, so the same clean stop runs.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    # A stop that hangs can be asked where it is: SIGUSR1 prints every thread's stack.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     started = time.monotonic()
     c = _start(tier, nodes, real_nodes)
     helpers: dict[str, subprocess.Popen[bytes]] = {}

@@ -17,6 +17,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 
 import pytest
 from testkit.kube import eventually
@@ -74,6 +75,11 @@ def test_a_killed_real_node_cluster_leaves_nothing_behind(
             if "Ctrl-C" in output[-1] or up.poll() is not None:
                 break
         text = "".join(output)
+        # Keep reading: what `dev up` says while it stops is the evidence if it hangs.
+        rest = threading.Thread(
+            target=lambda: output.extend(r.decode() for r in up.stdout or ()), daemon=True
+        )
+        rest.start()
         match = re.search(r"at https://10\.89\.(\d+)\.1:", text)
         assert match, text
         slot = int(match.group(1))
@@ -102,7 +108,12 @@ def test_a_killed_real_node_cluster_leaves_nothing_behind(
         root_dir = pathlib.Path(re.search(r"--root-dir=(\S+)", kubelet).group(1))  # type: ignore[union-attr]
         workdir = root_dir.parents[2]  # <workdir>/nodes/real-node-0/kubelet
         os.kill(up.pid, how)
-        up.wait(timeout=60)
+        try:
+            up.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            os.kill(up.pid, signal.SIGUSR1)  # its threads' stacks, into the output
+            rest.join(timeout=3)
+            raise AssertionError("`kubetrain dev up` did not stop in 90 s:\n" + "".join(output)) from None
     finally:
         if up.poll() is None:
             up.kill()
