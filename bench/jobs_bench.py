@@ -79,6 +79,7 @@ import asyncio
 import base64
 import collections
 import contextlib
+import functools
 import json
 import math
 import os
@@ -511,11 +512,21 @@ def pod_body(name: str, image: str = "bench", labels: Mapping[str, str] | None =
     }
 
 
-def service_body(pod: str) -> Obj:
-    """A headless Service selecting one pod, named like it: what the operator makes per replica."""
+def service_body(pod: Obj, per_job: bool) -> Obj | None:
+    """The headless Service the operator would make with ``pod``: per replica, one named like it
+    selecting it; per job, one for the first pod of each job, named after the job, selecting its pods."""
+    labels = pod["metadata"]["labels"]
+    if per_job:
+        if not pod["metadata"]["name"].endswith("-0"):
+            return None
+        return {
+            "metadata": {"name": labels["job"]},
+            "spec": {"clusterIP": "None", "selector": {"job": labels["job"]}},
+        }
+    name = pod["metadata"]["name"]
     return {
-        "metadata": {"name": pod},
-        "spec": {"clusterIP": "None", "selector": {"pod": pod}, "ports": [{"name": "p", "port": 23456}]},
+        "metadata": {"name": name},
+        "spec": {"clusterIP": "None", "selector": {"pod": name}, "ports": [{"name": "p", "port": 23456}]},
     }
 
 
@@ -524,7 +535,7 @@ def spread(base: str, count: int) -> list[str]:
     return [base, *(f"{base}-{i}" for i in range(1, count))]
 
 
-def job_body(name: str, replicas: int, namespace: str) -> Obj:
+def job_body(name: str, replicas: int, namespace: str, host_names: str = "PerReplica") -> Obj:
     template = {"spec": {"containers": [{"name": "pytorch", "image": "bench"}]}}
     specs: Obj = {"Master": {"replicas": 1, "template": template}}
     if replicas > 1:
@@ -533,7 +544,11 @@ def job_body(name: str, replicas: int, namespace: str) -> Obj:
         "apiVersion": "training.kubetrain.dev/v1beta1",
         "kind": "TrainingJob",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"framework": {"name": "pytorch"}, "replicaSpecs": specs},
+        "spec": {
+            "framework": {"name": "pytorch"},
+            "replicaSpecs": specs,
+            "network": {"hostNames": host_names},
+        },
     }
 
 
@@ -573,12 +588,16 @@ class Watches:
                 raise RuntimeError("the benchmark's watch ended")
 
     async def create(
-        self, resource: client.Resource, bodies: list[Obj], concurrency: int, *, services: bool = False
+        self,
+        resource: client.Resource,
+        bodies: list[Obj],
+        concurrency: int,
+        *,
+        services: Callable[[Obj], Obj | None] | None = None,
     ) -> dict[str, float]:
         """Create every object, ``concurrency`` at a time; returns when each create was sent.
 
-        With ``services``, each pod gets a headless Service of its name selecting it first, as
-        the operator makes one per replica.
+        With ``services``, the Service it gives for a pod is created first, as the operator does.
         """
         sem = asyncio.Semaphore(concurrency)
         sent: dict[str, float] = {}
@@ -588,9 +607,10 @@ class Watches:
                 name = body["metadata"]["name"]
                 namespace = body["metadata"].get("namespace") or self.namespaces[0]
                 sent[name] = time.perf_counter()
-                if services:
+                service = services(body) if services is not None else None
+                if service is not None:
                     self.own["POST", "", "services", ""] += 1
-                    await self.api.create(client.SERVICES, service_body(name), namespace)
+                    await self.api.create(client.SERVICES, service, namespace)
                 self.own["POST", resource.group, resource.plural, ""] += 1
                 await self.api.create(resource, body, namespace)
 
@@ -710,17 +730,26 @@ def plain_phase(
 ) -> None:
     """Fills ``result`` as it goes, so that a timeout still leaves what was measured."""
     n = args.jobs * args.replicas
-    what = "pods, a Service each" if services else "pods"
+    per_job = args.host_names == "PerJob"
+    what = ("pods, a Service per job" if per_job else "pods, a Service each") if services else "pods"
     log(f"plain client: {n} {what} in {namespace}, concurrency {args.concurrency}")
     cpu_before = control_plane_cpu(c)
-    result.update({"namespace": namespace, "count": n, "services": services})
+    result.update({"namespace": namespace, "count": n, "services": services, "host_names": args.host_names})
 
     async def run() -> None:
-        bodies = [pod_body(f"pod-{i:05d}", labels={"pod": f"pod-{i:05d}"}) for i in range(n)]
+        r = args.replicas
+        bodies = [
+            pod_body(
+                f"job-{i // r:05d}-{i % r}",
+                labels={"pod": f"job-{i // r:05d}-{i % r}", "job": f"job-{i // r:05d}"},
+            )
+            for i in range(n)
+        ]
         names = [b["metadata"]["name"] for b in bodies]
         async with Watches.open(kubeconfig, [namespace], collections.Counter(), jobs=False) as w:
             started = time.perf_counter()
-            sent = await w.create(client.PODS, bodies, args.concurrency, services=services)
+            make = functools.partial(service_body, per_job=per_job) if services else None
+            sent = await w.create(client.PODS, bodies, args.concurrency, services=make)
             created = time.perf_counter()
             log(f"  created {n} pods in {created - started:.1f}s")
             await wait_all(w.pods, names, "Running", "pods", started, args.timeout, w.check)
@@ -820,7 +849,10 @@ async def jobs_wave(
 ) -> tuple[dict[str, Any], list[str]]:
     """Create ``--jobs`` TrainingJobs and wait until all are Running: the figures, and their names."""
     spaces = w.namespaces
-    bodies = [job_body(f"{prefix}-{i:05d}", args.replicas, spaces[i % len(spaces)]) for i in range(args.jobs)]
+    bodies = [
+        job_body(f"{prefix}-{i:05d}", args.replicas, spaces[i % len(spaces)], args.host_names)
+        for i in range(args.jobs)
+    ]
     names = [b["metadata"]["name"] for b in bodies]
     started = time.perf_counter()
     sent = await w.create(client.TRAININGJOBS, bodies, args.concurrency)
@@ -831,7 +863,25 @@ async def jobs_wave(
     figures["status_lag"] = percentiles(
         status_lags(w.jobs, w.pods, names, "Running", "Running", args.replicas)
     )
+    figures["pods"] = pod_timeline(w.pods, set(names), started)
     return figures, names
+
+
+def pod_timeline(pods: Waiter, jobs: set[str], started: float) -> dict[str, float]:
+    """When the jobs' pods were first seen (created) and seen Running: half of them, and all.
+
+    It tells the operator's part (making the pods) from the cluster's (running them)."""
+    mine = [p for p, job in pods.job.items() if job in jobs]
+    seen = sorted(min(pods.first[p].values()) - started for p in mine)
+    running = sorted(pods.first[p]["Running"] - started for p in mine if "Running" in pods.first[p])
+    if not seen or not running:
+        return {}
+    return {
+        "created_p50": seen[len(seen) // 2],
+        "created_all": seen[-1],
+        "running_p50": running[len(running) // 2],
+        "running_all": running[-1],
+    }
 
 
 async def fairness(
@@ -941,13 +991,13 @@ def report(figures: Mapping[str, Any]) -> str:
     for title, phase in (
         ("plain client, no operator (lower bound): {n} bare pods", plain),
         (
-            "plain client, the same objects: {n} pods and a headless Service each",
+            "plain client, the same objects: {n} pods and their headless Services ({host_names})",
             figures.get("plain_services"),
         ),
     ):
         if not phase:
             continue
-        out += ["", title.format(n=phase["count"])]
+        out += ["", title.format(n=phase["count"], host_names=phase.get("host_names"))]
         if phase.get("seconds"):
             out.append(
                 f"  all Running after     {phase['seconds']:.1f}s  ({phase['per_second']:.0f} pods/s; "
@@ -977,6 +1027,12 @@ def report(figures: Mapping[str, Any]) -> str:
             )
             out.append(f"  {fmt_latency(run['latency'])}")
             out.append(f"  {fmt_lag('status lag (last pod Running → job Running)', run['status_lag'])}")
+            if t := run.get("pods"):
+                out.append(
+                    f"  pods (bench's watch)  half created after {t['created_p50']:.1f}s, all after "
+                    f"{t['created_all']:.1f}s; half Running after {t['running_p50']:.1f}s, all after "
+                    f"{t['running_all']:.1f}s"
+                )
         else:
             out.append(f"  {unfinished(run)}")
         if "operator" in run:
@@ -1169,6 +1225,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="also time a plain client making the pods and a headless Service for each (the objects "
         "the operator makes): the floor of the per-replica Service contract",
+    )
+    p.add_argument(
+        "--host-names",
+        choices=("PerReplica", "PerJob"),
+        default="PerReplica",
+        help="the jobs' spec.network.hostNames (default PerReplica): a headless Service per replica, "
+        "or one per job; --plain-services makes the same Services",
     )
     p.add_argument("--skip-plain", action="store_true", help="skip the plain-client lower bound")
     p.add_argument("--skip-operator", action="store_true", help="run the plain-client lower bound only")

@@ -1,7 +1,10 @@
 """Names and labels of the objects a TrainingJob owns.
 
-Every replica gets a Pod and a headless Service named ``{job}-{type}-{index}`` (type in
-lower case), resolvable as ``{job}-{type}-{index}.{namespace}.svc``. The labels below
+Every replica gets a Pod named ``{job}-{type}-{index}`` (type in lower case). Its host name
+(:func:`host`) depends on the job's ``spec.network.hostNames``: with ``PerReplica`` a headless
+Service of the pod's name makes it ``{job}-{type}-{index}.{namespace}.svc``; with ``PerJob`` one
+headless Service named after the job is every pod's subdomain, and the host
+``{job}-{type}-{index}.{job}.{namespace}.svc``. The labels below
 select a job's objects, one replica type, or one replica. A job's TensorBoard is a Deployment
 and a Service named ``{job}-tensorboard``; its pods carry :func:`tensorboard_labels` (no
 replica type or index: they are not replicas, and no controller owner of the job's: the
@@ -24,6 +27,7 @@ __all__ = [
     "replica_name",
     "secret_name",
     "selector",
+    "subdomain",
     "tensorboard_labels",
     "tensorboard_name",
 ]
@@ -63,8 +67,14 @@ def secret_name(job: str) -> str:
     return f"{job}-ssh"
 
 
-def host(job: str, namespace: str, replica_type: str, index: int) -> str:
-    return f"{replica_name(job, replica_type, index)}.{namespace}.svc"
+def subdomain(job: str, replica_type: str, index: int, *, per_job: bool) -> str:
+    """The pod's ``spec.subdomain``: the name of the headless Service that gives it its host name."""
+    return job if per_job else replica_name(job, replica_type, index)
+
+
+def host(job: str, namespace: str, replica_type: str, index: int, *, per_job: bool = False) -> str:
+    name = replica_name(job, replica_type, index)
+    return f"{name}.{job}.{namespace}.svc" if per_job else f"{name}.{namespace}.svc"
 
 
 def labels(job: str, replica_type: str, index: int, *, master: bool) -> dict[str, str]:

@@ -72,7 +72,7 @@ def render(
     if secret:
         objects.append(_secret(world, secret))
     if fw.services:
-        objects.extend(_service(world, fw, r) for r in world.replicas)
+        objects.extend(_services(world, fw))
     late = {key: fw.starts_late(key) for key in job.spec.replica_specs}
     gangs = scheduling.gang.of_attempts(job, late)
     groups = {g.name: scheduler.group(g, owner_reference(job)) for g in gangs.values()}
@@ -152,21 +152,39 @@ def _replica_labels(
     return naming.labels(world.name, r.type, r.index, master=rt is not None and rt.master)
 
 
-def _service(world: fw_contract.World, fw: fw_contract.Framework, r: fw_contract.Replica) -> Object:
-    labels = _replica_labels(world, fw, r)
-    selector = {k: labels[k] for k in (naming.JOB_NAME, naming.REPLICA_TYPE, naming.REPLICA_INDEX)}
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": _metadata(world, r.name, labels),
-        "spec": {
-            "clusterIP": "None",
-            "selector": selector,
-            # Peers must resolve each other while they start, before any is Ready.
-            "publishNotReadyAddresses": True,
-            "ports": [{"name": fw.port_name, "port": r.port, "targetPort": r.port}],
-        },
+def _services(world: fw_contract.World, fw: fw_contract.Framework) -> list[Object]:
+    """The headless Services that give the pods their host names: the job's, or one per replica."""
+    if world.job.spec.network.host_names is v1beta1.HostNames.PER_JOB:
+        # Pod names are unique within the job: no ports, and any pod of the job may be selected.
+        # The TensorBoard's pods carry the job's name too; they have no subdomain, so no host name.
+        labels = {naming.JOB_NAME: world.name}
+        return [_headless(world, world.name, labels, dict(labels), ports=[])]
+    out = []
+    for r in world.replicas:
+        labels = _replica_labels(world, fw, r)
+        selector = {k: labels[k] for k in (naming.JOB_NAME, naming.REPLICA_TYPE, naming.REPLICA_INDEX)}
+        ports = [{"name": fw.port_name, "port": r.port, "targetPort": r.port}]
+        out.append(_headless(world, r.name, labels, selector, ports=ports))
+    return out
+
+
+def _headless(
+    world: fw_contract.World,
+    name: str,
+    labels: dict[str, str],
+    selector: dict[str, str],
+    *,
+    ports: list[Object],
+) -> Object:
+    spec: Object = {
+        "clusterIP": "None",
+        "selector": selector,
+        # Peers must resolve each other while they start, before any is Ready.
+        "publishNotReadyAddresses": True,
     }
+    if ports:
+        spec["ports"] = ports
+    return {"apiVersion": "v1", "kind": "Service", "metadata": _metadata(world, name, labels), "spec": spec}
 
 
 def _pod(
@@ -184,7 +202,7 @@ def _pod(
     labels = {**(tmeta.get("labels") or {}), **_replica_labels(world, fw, r), naming.ATTEMPT: str(attempt)}
     spec["hostname"] = r.name
     if fw.services:
-        spec["subdomain"] = r.name
+        spec["subdomain"] = r.subdomain
     spec["restartPolicy"] = pod_restart_policy(r.spec.restart_policy or fw.restart_policy)
     container = fw_contract.main_container(template, fw.container)
     assert container is not None, "validated above"

@@ -63,6 +63,7 @@ class Stash:
     run_policy: hub.RunPolicy | None = None
     success_policy: hub.SuccessPolicy | None = None
     failure_policy: hub.FailurePolicy | None = None
+    network: hub.NetworkSpec | None = None
     status: hub.TrainingJobStatus | None = None
 
 
@@ -115,6 +116,7 @@ def _spec_to(spec: alpha.TrainingJobSpec, stash: Stash, names: Names) -> hub.Tra
         success_policy=_success_to(spec.termination_policy, names) or stash.success_policy,
         failure_policy=stash.failure_policy or hub.FailurePolicy(),
         tensorboard=spec.tensorboard,
+        network=stash.network or hub.NetworkSpec(),
     )
 
 
@@ -248,6 +250,7 @@ def _stash(src: hub.TrainingJob, spec: alpha.TrainingJobSpec, status: alpha.Trai
         run_policy=_unless_equal(src.spec.run_policy, rebuilt_spec.run_policy),
         success_policy=_unless_equal(src.spec.success_policy, rebuilt_spec.success_policy),
         failure_policy=_unless_equal(src.spec.failure_policy, rebuilt_spec.failure_policy),
+        network=_unless_equal(src.spec.network, rebuilt_spec.network),
         status=_unless_equal(src.status, _status_to(status, None, names)),
     )
 

@@ -1,7 +1,8 @@
 """The v1beta1 TrainingJob: spec, status and the rules that hold between them.
 
-Names: every replica becomes a pod and a headless Service called
-``{job}-{lower(type)}-{index}``. Replica types therefore hold only letters and digits
+Names: every replica becomes a pod called ``{job}-{lower(type)}-{index}``, with a headless
+Service of the same name (``network.hostNames: PerReplica``, Kubeflow v1's names) or one
+headless Service for the whole job named after it (``PerJob``, JobSet's). Replica types therefore hold only letters and digits
 (no hyphen, so a generated name maps back to exactly one job, type and index), differ
 in more than letter case, and, together with the job's name, keep every generated name
 a DNS-1035 label of at most 63 characters.
@@ -159,6 +160,28 @@ class RunPolicy:
     scheduling_policy: SchedulingPolicy | None = None
 
 
+class HostNames(enum.StrEnum):
+    """How replicas are named in DNS (see :class:`NetworkSpec`)."""
+
+    PER_REPLICA = "PerReplica"
+    PER_JOB = "PerJob"
+
+
+@attrs.frozen(kw_only=True, field_transformer=schema.validated)
+class NetworkSpec:
+    """How the replicas find each other."""
+
+    host_names: Annotated[
+        HostNames,
+        schema.Field(
+            doc="PerReplica (default): a headless Service per replica, hosts {job}-{type}-{index}.{namespace}.svc "
+            "as in Kubeflow v1. PerJob: one headless Service for the job, hosts "
+            "{job}-{type}-{index}.{job}.{namespace}.svc as in JobSet; a Service per job instead of per pod "
+            "is lighter on the apiserver, the scheduler and DNS. Immutable."
+        ),
+    ] = HostNames.PER_REPLICA
+
+
 _UNIQUE_TYPES = "types must differ in more than letter case"
 
 
@@ -169,6 +192,10 @@ _SUSPENDED_CEL = "(has({s}.runPolicy) && has({s}.runPolicy.suspend) && {s}.runPo
 _ELASTIC_BOUNDS = (
     "an elastic job's Worker replicas must lie between framework.pytorch.elastic.minReplicas and maxReplicas"
 )
+_HOST_NAMES_CEL = "(has({s}.network) && has({s}.network.hostNames) ? {s}.network.hostNames : 'PerReplica')"
+# torchrun serves the rendezvous store on the node whose own name is the endpoint's host: the short
+# name {job}-worker-0, which other pods resolve only through its own Service.
+ELASTIC_HOST_NAMES = "an elastic job (framework.pytorch.elastic) needs network.hostNames PerReplica"
 # A world of fixed size cannot take a new member: its ranks were told the size when they started.
 FIXED_COUNTS = (
     "replicas change only while the job is suspended, or in an elastic job (framework.pytorch.elastic)"
@@ -197,6 +224,7 @@ class TrainingJobSpec:
     success_policy: policy_types.SuccessPolicy | None = None
     failure_policy: policy_types.FailurePolicy = attrs.field(factory=policy_types.FailurePolicy)
     tensorboard: tensorboard_types.TensorBoardSpec | None = None
+    network: NetworkSpec = attrs.field(factory=NetworkSpec)
 
     cel_rules: ClassVar[tuple[schema.Rule, ...]] = (
         schema.Rule(
@@ -230,6 +258,16 @@ class TrainingJobSpec:
             f" || {_REPLICAS_CEL.format(s='self')} == {_REPLICAS_CEL.format(s='oldSelf')})",
             message=FIXED_COUNTS,
             field_path=".replicaSpecs",
+        ),
+        schema.Rule(
+            cel=f"!{_ELASTIC_CEL} || {_HOST_NAMES_CEL.format(s='self')} == 'PerReplica'",
+            message=ELASTIC_HOST_NAMES,
+            field_path=".network.hostNames",
+        ),
+        schema.Rule(
+            cel=f"{_HOST_NAMES_CEL.format(s='self')} == {_HOST_NAMES_CEL.format(s='oldSelf')}",
+            message="field is immutable",
+            field_path=".network.hostNames",
         ),
         schema.Rule(
             cel="!(has(self.runPolicy) && has(self.runPolicy.backoffLimit) && has(self.failurePolicy)"
@@ -290,6 +328,8 @@ class TrainingJobSpec:
                 path=("replicaSpecs", "Worker", "replicas"),
                 message=f"{_ELASTIC_BOUNDS} ({elastic.min_replicas}..{elastic.max_replicas})",
             )
+        if elastic is not None and self.network.host_names is HostNames.PER_JOB:
+            yield validation.FieldError(path=("network", "hostNames"), message=ELASTIC_HOST_NAMES)
         if self.tensorboard is not None:  # no CEL twin: templates are free-form JSON to the CRD
             yield from tensorboard_types.log_dir_errors(
                 self.tensorboard.log_dir, ((t, s.template) for t, s in self.replica_specs.items())

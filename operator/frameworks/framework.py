@@ -60,6 +60,7 @@ class Replica:
     index: int
     name: str
     host: str
+    subdomain: str  # the headless Service that names the pod
     port: int
     spec: v1beta1.ReplicaSpec
 
@@ -78,12 +79,14 @@ class World:
         # Resolved once: object namespaces and DNS names in env must agree.
         name = job.metadata.name or ""
         namespace = job.metadata.namespace or "default"
+        per_job = job.spec.network.host_names is v1beta1.HostNames.PER_JOB
         replicas = tuple(
             Replica(
                 type=key,
                 index=i,
                 name=naming.replica_name(name, key, i),
-                host=naming.host(name, namespace, key, i),
+                host=naming.host(name, namespace, key, i, per_job=per_job),
+                subdomain=naming.subdomain(name, key, i, per_job=per_job),
                 port=job.spec.replica_specs[key].port or fw.port,
                 spec=job.spec.replica_specs[key],
             )

@@ -129,6 +129,8 @@ def _changed_immutables(
         (("spec", "runtimeId"), a.runtime_id, b.runtime_id),
         (("spec", "runPolicy", "managedBy"), a.run_policy.managed_by, b.run_policy.managed_by),
         (("spec", "replicaSpecs"), sorted(a.replica_specs), sorted(b.replica_specs)),
+        # Pods already running know their peers by these names.
+        (("spec", "network", "hostNames"), a.network.host_names, b.network.host_names),
     ):
         if before != after:
             yield validation.FieldError(path=path, message="field is immutable")

@@ -97,6 +97,30 @@ def test_pytorch_runs_with_master_env_and_fails_on_a_permanent_exit_code(
     )
 
 
+def test_per_job_host_names_make_one_headless_service_whose_name_is_every_pods_subdomain(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    name = create(cluster, namespace, sample("pytorch-ddp", network__hostNames="PerJob"))
+    running = running_pods(cluster, namespace, name, 3)
+    assert env_of(running[f"{name}-worker-1"])["MASTER_ADDR"] == f"{name}-master-0.{name}.{namespace}.svc"
+    assert {(p["spec"]["hostname"], p["spec"]["subdomain"]) for p in running.values()} == {
+        (pod, name) for pod in running
+    }
+    wait_state(cluster, namespace, name, "Running")
+    (service,) = json.loads(cluster.kubectl("get", "services", "-n", namespace, "-o", "json").stdout)["items"]
+    assert service["metadata"]["name"] == name
+    assert service["spec"]["clusterIP"] == "None"
+    assert service["metadata"]["ownerReferences"][0]["kind"] == "TrainingJob"
+    # Pods already running know their peers by these names.
+    changed = cluster.kubectl(
+        "patch", "trainingjob", name, "-n", namespace, "--type=merge",
+        "-p", '{"spec":{"network":{"hostNames":"PerReplica"}}}', check=False,
+    )  # fmt: skip
+    assert changed.returncode != 0
+    assert "spec.network.hostNames" in changed.stderr
+    assert "field is immutable" in changed.stderr
+
+
 # --- failures --------------------------------------------------------------------------------
 
 

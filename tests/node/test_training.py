@@ -49,11 +49,17 @@ def test_pytorch_ddp_trains_to_a_lower_loss_and_succeeds(cluster: devcluster.Clu
     assert f": {master_ip}" in logs(cluster, namespace, f"{name}-worker-1")
 
 
+@pytest.mark.parametrize("host_names", ["PerReplica", "PerJob"])
 def test_mpirun_reaches_the_workers_over_the_rendered_hostfile(
-    cluster: devcluster.Cluster, namespace: str
+    host_names: str, cluster: devcluster.Cluster, namespace: str
 ) -> None:
-    name = jobs.create(cluster, namespace, jobs.sample("mpi-allreduce"))
+    name = jobs.create(cluster, namespace, jobs.sample("mpi-allreduce", network__hostNames=host_names))
     jobs.wait_state(cluster, namespace, name, "Succeeded", timeout=180)
+    services = cluster.kubectl("get", "services", "-n", namespace, "-o", "name").stdout.split()
+    if host_names == "PerJob":  # one Service for the job, whose name is every pod's subdomain
+        assert services == [f"service/{name}"]
+    else:
+        assert len(services) == 3, services
     launcher = logs(cluster, namespace, f"{name}-launcher-0")
     got = results(launcher)
     assert sorted(r["rank"] for r in got) == [0, 1], launcher

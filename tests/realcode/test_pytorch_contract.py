@@ -61,15 +61,27 @@ def torchrun() -> str:
     return str(Path(sys.executable).with_name("torchrun"))
 
 
-@pytest.mark.parametrize("masters", [1, 0], ids=["master-and-workers", "workers-only"])
+@pytest.mark.parametrize(
+    ("masters", "host_names"),
+    [(1, v1beta1.HostNames.PER_REPLICA), (0, v1beta1.HostNames.PER_REPLICA), (1, v1beta1.HostNames.PER_JOB)],
+    ids=["master-and-workers", "workers-only", "per-job-host-names"],
+)
 def test_all_reduce_through_master_addr_and_rank(
-    masters: int, torch_version: str, processes: replicas.Processes, tmp_path: Path
+    masters: int,
+    host_names: v1beta1.HostNames,
+    torch_version: str,
+    processes: replicas.Processes,
+    tmp_path: Path,
 ) -> None:
-    builder = a_job("tj").framework("pytorch")
+    builder = a_job("tj").framework("pytorch").with_spec(network=v1beta1.NetworkSpec(host_names=host_names))
     if masters:
         builder = builder.replicas("Master", masters)
     job = builder.replicas("Worker", 3 - masters).build()
     local = local_job(job, tmp_path)
+    master = f"tj-{'master' if masters else 'worker'}-0"
+    per_job = host_names is v1beta1.HostNames.PER_JOB
+    # MASTER_ADDR's name is one the job's own Services make resolvable (here: a loopback address).
+    assert (f"{master}.tj.default.svc" if per_job else f"{master}.default.svc") in local.hosts
 
     for r in local.replicas:
         processes.start(r, [sys.executable, "-P", script(r)], extra=IMAGE_ENV)

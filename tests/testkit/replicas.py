@@ -123,13 +123,11 @@ def localize(objects: Sequence[Object], *, container: str, workdir: Path) -> Loc
     for svc in (o for o in objects if o["kind"] == "Service"):
         name, ns = svc["metadata"]["name"], svc["metadata"]["namespace"]
         selected = _selected(svc, pods)
-        if len(selected) != 1:  # a name for several pods, or none, stands for no one address
-            continue
-        ip = addresses[selected[0]["metadata"]["name"]]
-        hosts.update(dict.fromkeys(_dns_names(name, ns), ip))
-        for pod in pods:  # pods whose subdomain is this Service get {hostname}.{subdomain}...
+        if len(selected) == 1:  # a name for several pods, or none, stands for no one address
+            hosts.update(dict.fromkeys(_dns_names(name, ns), addresses[selected[0]["metadata"]["name"]]))
+        for pod in selected:  # pods whose subdomain is this Service get {hostname}.{subdomain}...
             spec = pod["spec"]
-            if spec.get("subdomain") == name and pod in _selected(svc, pods) and spec.get("hostname"):
+            if spec.get("subdomain") == name and spec.get("hostname"):
                 pod_ip = addresses[pod["metadata"]["name"]]
                 hosts.update(dict.fromkeys(_dns_names(f"{spec['hostname']}.{name}", ns), pod_ip))
     listening = {addresses[p["metadata"]["name"]]: _pod_ports(p, objects, pods, container) for p in pods}

@@ -346,6 +346,12 @@ def hub_specs(draw: st.DrawFn) -> v1beta1.TrainingJobSpec:
             image_pull_grace_seconds=draw(optional(small)),
         ),
         tensorboard=tensorboard,
+        # An elastic job's rendezvous needs per-replica names.
+        network=v1beta1.NetworkSpec(
+            host_names=v1beta1.HostNames.PER_REPLICA
+            if elastic is not None
+            else draw(st.sampled_from(v1beta1.HostNames))
+        ),
     )
 
 

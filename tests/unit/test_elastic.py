@@ -118,6 +118,15 @@ def test_a_worker_count_outside_the_bounds_is_refused_with_the_field_named() -> 
     )
 
 
+def test_per_job_host_names_are_refused_for_an_elastic_job() -> None:
+    per_job = v1beta1.NetworkSpec(host_names=v1beta1.HostNames.PER_JOB)
+    with pytest.raises(validation.ValidationError) as e:
+        attrs.evolve(elastic_job().spec, network=per_job)
+    assert str(e.value) == (
+        "network.hostNames: an elastic job (framework.pytorch.elastic) needs network.hostNames PerReplica"
+    )
+
+
 @pytest.mark.parametrize("key", ["Master", "worker"])
 def test_an_elastic_job_is_workers_spelled_worker(key: str) -> None:
     policy = v1beta1.ElasticPolicy(min_replicas=1, max_replicas=2)

@@ -40,6 +40,39 @@ def test_pods_have_stable_hostnames_resolvable_through_their_service() -> None:
     assert pod["spec"]["subdomain"] == "tj-worker-0"
 
 
+def per_job(builder: Any) -> v1beta1.TrainingJob:
+    return builder.with_spec(network=v1beta1.NetworkSpec(host_names=v1beta1.HostNames.PER_JOB)).build()
+
+
+def test_per_job_host_names_are_one_headless_service_for_the_job_and_every_pods_subdomain() -> None:
+    job = per_job(a_job("tj").namespace("ns").replicas("Master", 1).replicas("Worker", 2))
+    objects = render.render(job, pytorch.FRAMEWORK)
+    (service,) = by_kind(objects, "Service").values()
+    assert service["metadata"]["name"] == "tj"
+    assert service["spec"]["clusterIP"] == "None"
+    assert service["spec"]["publishNotReadyAddresses"] is True
+    assert service["spec"]["selector"] == {naming.JOB_NAME: "tj"}
+    assert "ports" not in service["spec"]
+    # Its selector and labels are separate dicts: YAML output shows no anchors.
+    assert service["spec"]["selector"] is not service["metadata"]["labels"]
+    pods = by_kind(objects, "Pod")
+    assert {n: (p["spec"]["hostname"], p["spec"]["subdomain"]) for n, p in pods.items()} == {
+        "tj-master-0": ("tj-master-0", "tj"),
+        "tj-worker-0": ("tj-worker-0", "tj"),
+        "tj-worker-1": ("tj-worker-1", "tj"),
+    }
+    env = {e["name"]: e["value"] for e in pods["tj-worker-1"]["spec"]["containers"][0]["env"] if "value" in e}
+    assert env["MASTER_ADDR"] == "tj-master-0.tj.ns.svc"
+
+
+def test_per_job_host_names_reach_every_frameworks_peer_lists() -> None:
+    job = per_job(a_job("tf").namespace("ns").framework("tensorflow").replicas("PS", 1).replicas("Worker", 2))
+    pod = by_kind(render.render(job, tensorflow.FRAMEWORK), "Pod")["tf-worker-0"]
+    env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
+    assert '"tf-ps-0.tf.ns.svc:2222"' in str(env["TF_CONFIG"])
+    assert '"tf-worker-1.tf.ns.svc:2222"' in str(env["TF_CONFIG"])
+
+
 def test_labels_keep_the_templates_own_and_add_kubetrains() -> None:
     tmpl = template(container("pytorch"), labels={"team": "vision", naming.JOB_NAME: "spoofed"})
     job = a_job("tj").replicas("Master", 1, tmpl=tmpl).build()

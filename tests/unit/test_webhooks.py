@@ -115,6 +115,10 @@ def test_immutable_fields_stay_put_and_templates_change_only_while_suspended() -
     retyped = copy.deepcopy(old)
     retyped["spec"]["replicaSpecs"]["PS"] = retyped["spec"]["replicaSpecs"]["Worker"]
     assert "spec.replicaSpecs: field is immutable" in admit(retyped, old)["status"]["message"]
+    # Running pods know their peers by name; suspended or not, the names stay.
+    renamed = copy.deepcopy(suspended)
+    renamed["spec"]["network"] = {"hostNames": "PerJob"}
+    assert admit(renamed, suspended)["status"]["message"] == "spec.network.hostNames: field is immutable"
 
 
 def test_templates_may_be_mended_while_their_pods_are_refused() -> None:
