@@ -72,7 +72,7 @@ def subdomain(job: str, replica_type: str, index: int, *, per_job: bool) -> str:
     return job if per_job else replica_name(job, replica_type, index)
 
 
-def host(job: str, namespace: str, replica_type: str, index: int, *, per_job: bool = False) -> str:
+def host(job: str, namespace: str, replica_type: str, index: int, *, per_job: bool) -> str:
     name = replica_name(job, replica_type, index)
     return f"{name}.{job}.{namespace}.svc" if per_job else f"{name}.{namespace}.svc"
 

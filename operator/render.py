@@ -155,8 +155,8 @@ def _replica_labels(
 def _services(world: fw_contract.World, fw: fw_contract.Framework) -> list[Object]:
     """The headless Services that give the pods their host names: the job's, or one per replica."""
     if world.job.spec.network.host_names is v1beta1.HostNames.PER_JOB:
-        # Pod names are unique within the job: no ports, and any pod of the job may be selected.
-        # The TensorBoard's pods carry the job's name too; they have no subdomain, so no host name.
+        # No ports: DNS gives each pod whose subdomain this is a record of its own host name. The
+        # TensorBoard's pods carry the job's name too, but no subdomain, so no host name here.
         labels = {naming.JOB_NAME: world.name}
         return [_headless(world, world.name, labels, dict(labels), ports=[])]
     out = []

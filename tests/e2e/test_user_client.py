@@ -63,6 +63,25 @@ def test_create_from_a_v1alpha1_file_reads_back_as_v1beta1_and_lists_by_label(
     assert namespace in {j.metadata.namespace for j in kt.list(all_namespaces=True)}
 
 
+def test_a_job_stored_past_todays_rules_is_listed_and_read_with_the_operators_verdict(
+    cluster: devcluster.Cluster, kt: client.Client, namespace: str
+) -> None:
+    # Its TensorBoard's logDir is on no volume: a rule without a CEL twin, so with no webhook
+    # (as here) kubectl stores it. One such job must not break listing the namespace.
+    stored = a_job("past-rules")
+    stored["spec"]["tensorboard"] = {"logDir": "/nowhere"}  # type: ignore[index]
+    jobs.create(cluster, namespace, stored)
+    kt.create(a_job("fine"))
+    assert [j.metadata.name for j in kt.list()] == ["fine", "past-rules"]
+    assert "past-rules" in {j.metadata.name for j in kt.list(all_namespaces=True)}
+    failed = eventually(
+        "the operator to fail the job with the reason",
+        lambda: (j := kt.get("past-rules")).status.state is v1beta1.JobState.FAILED and j,
+    )
+    (condition,) = [c for c in failed.status.conditions if c.type == "Failed"]
+    assert "spec.tensorboard.logDir" in condition.message
+
+
 def test_wait_returns_the_job_when_it_succeeds_with_its_pods_and_events(
     cluster: devcluster.Cluster, kt: client.Client, namespace: str
 ) -> None:

@@ -11,8 +11,8 @@ import pytest
 from testkit.builders import a_job
 
 from kubetrain import client
-from kubetrain.api import meta, v1beta1
-from kubetrain.client import events, logs, pods, waiting
+from kubetrain.api import meta, v1beta1, validation
+from kubetrain.client import events, jobs, logs, pods, waiting
 from kubetrain.operator import naming, observed
 
 NOW = datetime.datetime(2026, 11, 24, 12, 0, tzinfo=datetime.UTC)
@@ -187,3 +187,34 @@ def test_a_log_line_unpacks_as_replica_and_text() -> None:
     )
     replica, text = line
     assert (replica, text) == ("worker-1", "hello")
+
+
+def stored_job(**spec: Any) -> dict[str, Any]:
+    template = {"spec": {"containers": [{"name": "pytorch", "image": "x"}]}}
+    return {
+        "apiVersion": "training.kubetrain.dev/v1beta1",
+        "kind": "TrainingJob",
+        "metadata": {"name": "old", "namespace": "ml"},
+        "spec": {
+            "framework": {"name": "pytorch"},
+            "replicaSpecs": {"Master": {"template": template}},
+            **spec,
+        },
+    }
+
+
+def test_a_stored_job_that_todays_rules_refuse_is_read_by_its_types_alone() -> None:
+    # A TensorBoard rule has no CEL twin: without the webhook, the apiserver stores this job.
+    bad = stored_job(tensorboard={"logDir": "/nowhere"})
+    job = jobs.decode(bad)
+    assert job.metadata.name == "old"
+    assert job.spec.tensorboard is not None and job.spec.tensorboard.log_dir == "/nowhere"
+    # The rules are back on for everything after it.
+    with pytest.raises(validation.ValidationError):
+        jobs.hub_body(bad)
+
+
+def test_a_stored_job_without_the_apis_shape_is_named_in_the_error() -> None:
+    with pytest.raises(client.InvalidInput) as e:
+        jobs.decode(stored_job(replicaSpecs={"Master": {"replicas": "many"}}))
+    assert str(e.value).startswith("TrainingJob ml/old as stored cannot be read: ")
