@@ -208,7 +208,8 @@ def test_a_stored_job_that_todays_rules_refuse_is_read_by_its_types_alone() -> N
     bad = stored_job(tensorboard={"logDir": "/nowhere"})
     job = jobs.decode(bad)
     assert job.metadata.name == "old"
-    assert job.spec.tensorboard is not None and job.spec.tensorboard.log_dir == "/nowhere"
+    assert job.spec.tensorboard is not None
+    assert job.spec.tensorboard.log_dir == "/nowhere"
     # The rules are back on for everything after it.
     with pytest.raises(validation.ValidationError):
         jobs.hub_body(bad)
