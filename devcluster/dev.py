@@ -43,11 +43,19 @@ def _state_file() -> pathlib.Path:
 
 
 def _running_pid() -> int | None:
+    """The pid of the `dev up` that wrote the state file, if that very process still runs.
+
+    A `dev up` killed outright leaves its state file behind, and its pid may since be another
+    process's: that one must neither block the next `dev up` nor get `dev down`'s SIGTERM.
+    """
     try:
-        pid = int(json.loads(_state_file().read_text())["pid"])
-    except (FileNotFoundError, ValueError, KeyError):
+        state = json.loads(_state_file().read_text())
+        pid, started = int(state["pid"]), state.get("started")
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
         return None
-    return pid if process.pids_alive([pid]) else None
+    if not process.pids_alive([pid]) or process.started_at(pid) != started:
+        return None
+    return pid
 
 
 def up(
@@ -76,7 +84,8 @@ def up(
         state_dir().mkdir(parents=True, exist_ok=True)
         shutil.copy(c.kubeconfig, kubeconfig_path())
         kubeconfig_path().chmod(0o600)
-        _state_file().write_text(json.dumps({"pid": os.getpid(), "server": c.server, "tier": tier.value}))
+        state = {"pid": os.getpid(), "started": process.started_at(os.getpid()), "server": c.server}
+        _state_file().write_text(json.dumps({**state, "tier": tier.value}))
         print(
             f"kubetrain dev cluster ({tier.value}, {c.nodes} kwok node(s), {len(c.real_nodes)} real node(s)) "
             f"up in {time.monotonic() - started:.1f}s at {c.server}"

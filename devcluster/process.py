@@ -23,7 +23,16 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["Process", "StartError", "Supervisor", "free_port", "popen", "wait_until"]
+__all__ = [
+    "Process",
+    "StartError",
+    "Supervisor",
+    "free_port",
+    "pids_alive",
+    "popen",
+    "started_at",
+    "wait_until",
+]
 
 _PR_SET_PDEATHSIG = 1
 _running: set[Process] = set()
@@ -163,6 +172,19 @@ def pids_alive(pids: Sequence[int]) -> list[int]:
         if stat.rsplit(")", 1)[1].split()[0] != "Z":
             alive.append(pid)
     return alive
+
+
+def started_at(pid: int) -> int | None:
+    """When ``pid`` started, in clock ticks since boot; None if no such process.
+
+    With the pid, it names one process: a pid alone may have been given to another since.
+    """
+    try:
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    # Field 22, counted from the state (field 3) that follows the parenthesised command name.
+    return int(stat.rsplit(")", 1)[1].split()[19])
 
 
 def free_port(host: str = "127.0.0.1") -> int:

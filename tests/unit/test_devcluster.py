@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 import pathlib
+import subprocess
 import sys
 
 import pytest
@@ -11,7 +13,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from kubetrain.devcluster import binaries, process
+from kubetrain.devcluster import binaries, dev, process
 from kubetrain.operator import pki
 
 
@@ -109,3 +111,27 @@ def test_children_start_only_from_the_main_thread(tmp_path: pathlib.Path) -> Non
     assert len(errors) == 1
     assert "main thread" in str(errors[0])
     assert not p.alive()
+
+
+def test_a_state_file_whose_pid_is_now_another_process_is_stale(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A `dev up` killed outright leaves its state file; its pid may be given to another process.
+    monkeypatch.setenv("KUBETRAIN_CACHE", str(tmp_path))
+    (tmp_path / "dev").mkdir()
+    state = tmp_path / "dev" / "state.json"
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        started = process.started_at(other.pid)
+        assert started is not None
+        state.write_text(json.dumps({"pid": other.pid, "started": started, "server": "s", "tier": "cluster"}))
+        assert dev._running_pid() == other.pid
+        state.write_text(json.dumps({"pid": other.pid, "started": started - 1, "server": "s"}))
+        assert dev._running_pid() is None
+        state.write_text(json.dumps({"pid": other.pid, "server": "s"}))  # from before start times were kept
+        assert dev._running_pid() is None
+        assert dev.down() == 0
+        assert other.poll() is None, "dev down signalled a process that is not its cluster"
+    finally:
+        other.kill()
+        other.wait()
