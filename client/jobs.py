@@ -47,7 +47,7 @@ def decode(stored: Any) -> Job:
         with exact.types_only():
             return scheme.to_hub(scheme.decode(stored))
     except validation.ValidationError as e:
-        meta = stored.get("metadata") or {} if isinstance(stored, Mapping) else {}
+        meta = (stored.get("metadata") or {}) if isinstance(stored, Mapping) else {}
         where = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
         raise errors.InvalidInput(f"TrainingJob {where} as stored cannot be read: {e}") from None
 

@@ -84,8 +84,9 @@ def up(
         state_dir().mkdir(parents=True, exist_ok=True)
         shutil.copy(c.kubeconfig, kubeconfig_path())
         kubeconfig_path().chmod(0o600)
-        state = {"pid": os.getpid(), "started": process.started_at(os.getpid()), "server": c.server}
-        _state_file().write_text(json.dumps({**state, "tier": tier.value}))
+        me = os.getpid()
+        state = {"pid": me, "started": process.started_at(me), "server": c.server, "tier": tier.value}
+        _state_file().write_text(json.dumps(state))
         print(
             f"kubetrain dev cluster ({tier.value}, {c.nodes} kwok node(s), {len(c.real_nodes)} real node(s)) "
             f"up in {time.monotonic() - started:.1f}s at {c.server}"

@@ -2,10 +2,10 @@
 
 Names: every replica becomes a pod called ``{job}-{lower(type)}-{index}``, with a headless
 Service of the same name (``network.hostNames: PerReplica``, Kubeflow v1's names) or one
-headless Service for the whole job named after it (``PerJob``, JobSet's). Replica types therefore hold only letters and digits
-(no hyphen, so a generated name maps back to exactly one job, type and index), differ
-in more than letter case, and, together with the job's name, keep every generated name
-a DNS-1035 label of at most 63 characters.
+headless Service for the whole job named after it (``PerJob``, JobSet's). Replica types
+therefore hold only letters and digits (no hyphen, so a generated name maps back to exactly
+one job, type and index), differ in more than letter case, and, together with the job's
+name, keep every generated name a DNS-1035 label of at most 63 characters.
 """
 
 import datetime
