@@ -73,8 +73,11 @@ def up(
             f"error: a dev cluster is already up (pid {pid}); run `kubetrain dev down` first", file=sys.stderr
         )
         return 1
-    # `dev down` sends SIGTERM: treat it as Ctrl-C, so the same clean stop runs.
+    # `dev down` sends SIGTERM: treat it as Ctrl-C, so the same clean stop runs. Ctrl-C itself too,
+    # even when started as a background job of a shell without job control (a script, CI): such a
+    # shell starts it with SIGINT ignored, and Python then leaves it ignored.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     # A stop that hangs can be asked where it is: SIGUSR1 prints every thread's stack.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     started = time.monotonic()

@@ -61,8 +61,10 @@ def test_a_killed_real_node_cluster_leaves_nothing_behind(
     how: signal.Signals, tmp_path: pathlib.Path
 ) -> None:
     kubetrain = pathlib.Path(sys.executable).parent / "kubetrain"
+    # Started with SIGINT ignored, as a script's background job is (`dev up ... &` in CI): Ctrl-C
+    # must stop it all the same.
     up = process.popen(
-        [str(kubetrain), "dev", "up", "--real-nodes=1", "--nodes=0"],
+        ["sh", "-c", 'trap "" INT; exec "$0" dev up --real-nodes=1 --nodes=0', str(kubetrain)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
