@@ -11,8 +11,10 @@ this module only reads the caches and carries out the decision:
    pod is deleted for them, so none is lost or counted twice.
 2. Then the ConfigMap, the Services and the missing pods are created. Names are
    deterministic, so a pod created twice (the cache lagged, the operator restarted
-   mid-reconcile) is refused by the apiserver with 409 and never duplicated. Any other
-   refusal (quota, a missing ServiceAccount, PodSecurity, ...) is sent as a
+   mid-reconcile) is refused by the apiserver with 409 and never duplicated. Whose an object
+   is goes by its controller's uid, never by the job's name: a 409 for a name another object
+   holds (a deleted predecessor's pod still stopping, a user's Service) is a refusal. Every
+   refusal (that, quota, a missing ServiceAccount, PodSecurity, ...) is sent as a
    ``FailedCreate`` Event and remembered, and the next step shows it as the job's
    ``ReplicaFailure`` condition and decides when to try again — never an error retried
    in a hot loop.
@@ -54,7 +56,7 @@ from kubetrain.operator import (
 )
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.frameworks import registry as fw_registry
-from kubetrain.operator.policies import cleanup, pacing
+from kubetrain.operator.policies import cleanup, pacing, refusal
 from kubetrain.operator.runtime import cache, client, events, informer, metrics
 from kubetrain.operator.runtime import reconcile as rec
 from kubetrain.operator.scheduling import backend, registry
@@ -92,6 +94,9 @@ class TrainingJobReconciler:
     ) -> None:
         self.api = api
         self.jobs, self.pods, self.services, self.config_maps = jobs, pods, services, config_maps
+        # The kinds whose caches tell whose an object is; Secrets are not watched (their data is
+        # none of the operator's business once made).
+        self._stores = {"ConfigMap": config_maps.store, "Service": services.store, "Pod": pods.store}
         self.nodes, self.tombstones = nodes, tombstones
         self.frameworks = frameworks or fw_registry.default()
         self.recorder = recorder or events.Recorder(api, clock=clock)
@@ -196,13 +201,13 @@ class TrainingJobReconciler:
         nodes = self.nodes.store if self.nodes is not None and self.nodes.synced.is_set() else None
         pods = [
             observed.Pod.of(p, node_exists=nodes is None or _node_exists(nodes, p))
-            for p in self.pods.store.by_index("owner", key)
+            for p in _children(self.pods.store.by_index("owner", key), job)
         ]
         live = {p.uid for p in pods}
         if self.tombstones is not None:
             pods += [
                 observed.Pod.of(t, gone=True)
-                for t in self.tombstones.of(key)
+                for t in _children(self.tombstones.of(key), job)
                 if t["metadata"].get("uid") not in live
             ]
         return lifecycle.Input(
@@ -244,7 +249,7 @@ class TrainingJobReconciler:
     ) -> tuple[tuple[str, int], ...]:
         def made(key: str, index: int) -> bool:
             name = naming.replica_name(job.metadata.name or "", key, index)
-            return self._exists("Pod", f"{job.metadata.namespace}/{name}")
+            return self._exists(job, "Pod", f"{job.metadata.namespace}/{name}")
 
         return tuple(w for w in wanted if not made(*w))
 
@@ -301,7 +306,7 @@ class TrainingJobReconciler:
         pods = [
             o
             for o in objects
-            if o["kind"] == "Pod" and o["metadata"]["name"] in names and not self._cached(o)
+            if o["kind"] == "Pod" and o["metadata"]["name"] in names and not self._cached(job, o)
         ]
         for pod in pods:
             accelerators.apply(pod, self.accelerators)
@@ -312,16 +317,18 @@ class TrainingJobReconciler:
             if o["kind"] != "Pod"
             and not self._is_group(o)
             and not tensorboard.is_tensorboard(o)
-            and not self._cached(o)
+            and not self._cached(job, o)
         ]
-        # The ConfigMap, the Secret and the Services first: a starting pod needs its peers' names.
+        # The ConfigMap, the Secret and the Services first: a starting pod needs its peers' names,
+        # and no pod starts without them (a name another Service holds would lead it astray).
         refused = await asyncio.gather(*(self._create_one(job, o) for o in shared))
-        # Then the gangs, since a pod waits without a word for a group that does not exist.
         key = f"{job.metadata.namespace}/{job.metadata.name}"
-        refused_groups = await self._create_groups(job, key, groups, pods)
-        pods = [p for p in pods if p["metadata"]["labels"][naming.GANG] not in refused_groups]
-        refused += list(refused_groups.values())
-        refused += await asyncio.gather(*(self._create_one(job, o) for o in pods))
+        if not any(refused):
+            # Then the gangs, since a pod waits without a word for a group that does not exist.
+            refused_groups = await self._create_groups(job, key, groups, pods)
+            pods = [p for p in pods if p["metadata"]["labels"][naming.GANG] not in refused_groups]
+            refused += list(refused_groups.values())
+            refused += await asyncio.gather(*(self._create_one(job, o) for o in pods))
         self._refused[key] = tuple(r for r in refused if r is not None)
         if not self._refused[key]:
             del self._refused[key]
@@ -358,22 +365,43 @@ class TrainingJobReconciler:
             await self._delete_exactly(resource, name, job.metadata.namespace, None)
         return refused
 
-    def _cached(self, obj: Obj) -> bool:
+    def _cached(self, job: v1beta1.TrainingJob, obj: Obj) -> bool:
         """Whether ``obj`` exists, as far as this process knows now. Asked again just before
         creating: the decision was made before the status write, and the cache has moved on since."""
-        return self._exists(obj["kind"], cache.key_of(obj))
+        return self._exists(job, obj["kind"], cache.key_of(obj))
 
-    def _exists(self, kind: str, key: str) -> bool:
-        """In its cache, or created by this process and not shown yet."""
-        # Secrets are not watched (their data is none of the operator's business once made):
-        # creating one that exists is refused with 409, which keeps the job's first key.
-        stores = {"ConfigMap": self.config_maps.store, "Service": self.services.store, "Pod": self.pods.store}
-        store = stores.get(kind)
+    def _exists(self, job: v1beta1.TrainingJob, kind: str, key: str) -> bool:
+        """The job's own, in its cache, or created by this process and not shown yet."""
         expectations = self._expected.get(kind)
         expected = expectations.expected(key) if expectations is not None else None
         if expected is not None:
             return expected
-        return store is not None and store.get(key) is not None
+        store = self._stores.get(kind)
+        found = store.get(key) if store is not None else None
+        return found is not None and _controlled_by(found, job.metadata.uid)
+
+    def _taken(self, job: v1beta1.TrainingJob, obj: Obj) -> str | None:
+        """After a 409 AlreadyExists: why the name is not the job's, or None if the object is.
+
+        Secrets, Deployments and gang groups are not watched: one that exists is taken as the
+        job's own, made at an earlier pass (a job keeps its first ssh key).
+        """
+        store = self._stores.get(obj["kind"])
+        if store is None or self._exists(job, obj["kind"], cache.key_of(obj)):
+            return None
+        held = store.get(cache.key_of(obj))
+        if held is None:
+            # Not kubetrain's (the caches watch its labels only), or made at an earlier pass and
+            # not shown yet: the next pass, a second later, tells which.
+            return f"{refusal.NAME_TAKEN} a {obj['kind']} that is no TrainingJob's"
+        owner = next((r for r in held["metadata"].get("ownerReferences") or () if r.get("controller")), None)
+        holder = f"{owner['kind']} {owner['name']} (uid {owner.get('uid', '?')})" if owner else "an object"
+        predecessor = (
+            owner is not None and owner["kind"] == "TrainingJob" and owner["name"] == job.metadata.name
+        )
+        if predecessor or held["metadata"].get("deletionTimestamp"):
+            return f"{refusal.NAME_HELD} {holder}, until it is gone"
+        return f"{refusal.NAME_TAKEN} {holder}; rename this job or delete that {obj['kind']}"
 
     async def _create_one(self, job: v1beta1.TrainingJob, obj: Obj) -> lifecycle.Refused | None:
         group = self._is_group(obj)
@@ -384,12 +412,13 @@ class TrainingJobReconciler:
             if (expected := self._expected.get(obj["kind"])) is not None:
                 expected.created(cache.key_of(obj))
         except client.ApiError as e:
-            if e.status == 409:  # AlreadyExists: made by an earlier reconcile; names are unique
-                return None
+            taken = self._taken(job, obj) if e.status == 409 else None
+            if e.status == 409 and taken is None:
+                return None  # AlreadyExists: the job's own, made at an earlier pass
             name = obj["metadata"]["name"]
             # A 404 for a group is the cluster not serving the backend's API (namespaces are
             # found: the job is in one).
-            message = registry.not_served(self.scheduler) if group and e.not_found else e.message
+            message = taken or (registry.not_served(self.scheduler) if group and e.not_found else e.message)
             await self.recorder.event(
                 scheme.encode(job), "Warning", "FailedCreate", f"{obj['kind']} {name}: {message}"
             )
@@ -432,7 +461,7 @@ class TrainingJobReconciler:
         await asyncio.gather(
             *(
                 self._patch_pod(p["metadata"]["name"], job.metadata.namespace, patch)
-                for p in self.pods.store.by_index("owner", key)
+                for p in _children(self.pods.store.by_index("owner", key), job)
                 if (p["metadata"].get("labels") or {}).get(scheduling.kueue.QUEUE_NAME)
                 and (p["metadata"].get("annotations") or {}).get(scheduling.kueue.RETRIABLE) != "false"
                 and done_with(p)
@@ -462,7 +491,8 @@ class TrainingJobReconciler:
         )
 
     async def _delete_surplus_services(self, job: v1beta1.TrainingJob) -> None:
-        owned = self.services.store.by_index("owner", f"{job.metadata.namespace}/{job.metadata.name}")
+        key = f"{job.metadata.namespace}/{job.metadata.name}"
+        owned = _children(self.services.store.by_index("owner", key), job)
         names = cleanup.surplus_services(job.spec, owned)
         for n in names:
             self._expected["Service"].deleted(f"{job.metadata.namespace}/{n}")
@@ -496,6 +526,23 @@ class TrainingJobReconciler:
     async def _send(self, stored: Obj, sent: tuple[lifecycle.Event, ...]) -> None:
         for e in sent:
             await self.recorder.event(stored, e.type, e.reason, e.message)
+
+
+def _children(objs: list[Obj], job: v1beta1.TrainingJob) -> list[Obj]:
+    """Those of ``objs``, filed under the job's name, that this very job controls.
+
+    A job deleted and made again under its name finds its predecessor's children filed there
+    while they go (a pod stays until its containers stop); they are not its own, and their
+    failures are not its failures. As Kubernetes' controllers claim pods, the controller's uid
+    tells them apart.
+    """
+    return [o for o in objs if _controlled_by(o, job.metadata.uid)]
+
+
+def _controlled_by(obj: Obj, uid: str | None) -> bool:
+    return any(
+        r.get("controller") and r.get("uid") == uid for r in obj["metadata"].get("ownerReferences") or ()
+    )
 
 
 def _node_exists(nodes: cache.Store, pod: Obj) -> bool:

@@ -13,6 +13,11 @@ A refusal is either about the object or about the namespace it goes to:
 - **Unserved**: the cluster does not serve an API the job needs — the group object of the
   operator's gang scheduler (404, with :data:`~kubetrain.operator.scheduling.registry.NOT_SERVED`
   in the message). Permanent until someone installs it: fails the job after the grace period.
+- **Name taken**: the name is another object's — a user's Service, a pod of another
+  controller, another job's. Permanent until someone renames or deletes one of them, so
+  it fails the job after the grace period. A name still **held** by what is going away (a
+  predecessor's pod, when a job is deleted and made again under its name, stays until its
+  containers stop) is waited for instead.
 - **Waiting** for the namespace: a ResourceQuota is used up, the ServiceAccount does not
   exist yet, the namespace is being created or deleted, the apiserver or a webhook is
   busy or down (404, 409 on a terminating namespace, 429, 5xx, timeouts). These clear by
@@ -29,13 +34,14 @@ import enum
 
 import attrs
 
-__all__ = ["Kind", "Refusal", "backoff", "classify"]
+__all__ = ["NAME_HELD", "NAME_TAKEN", "NOT_SERVED", "Kind", "Refusal", "backoff", "classify"]
 
 
 class Kind(enum.Enum):
     INVALID = "Invalid"
     FORBIDDEN = "Forbidden"
     UNSERVED = "Unserved"
+    TAKEN = "Taken"
     WAITING = "Waiting"
 
 
@@ -65,6 +71,10 @@ def classify(status: int, message: str) -> Refusal:
     text = message.lower()
     if status == 404 and NOT_SERVED in text:
         return Refusal(kind=Kind.UNSERVED, reason="GangSchedulerNotServed")
+    if status == 409 and NAME_TAKEN in text:
+        return Refusal(kind=Kind.TAKEN, reason="NameTaken")
+    if status == 409 and NAME_HELD in text:
+        return Refusal(kind=Kind.WAITING, reason="NameHeld")
     if status in (400, 422):
         return Refusal(kind=Kind.INVALID, reason="Invalid")
     for needle, reason in _WAITING:
@@ -81,6 +91,11 @@ def classify(status: int, message: str) -> Refusal:
 # What the reconciler says of a gang scheduler's API the cluster does not serve (kept here, as
 # policies import nothing of the runtime).
 NOT_SERVED = "is not served by this cluster"
+
+# What the reconciler says of a name that is not its job's (a 409 AlreadyExists is no refusal
+# when the object is the job's own, made at an earlier pass).
+NAME_HELD = "the name is still held by"
+NAME_TAKEN = "the name is taken by"
 
 MIN_BACKOFF = 1.0
 MAX_BACKOFF = 60.0

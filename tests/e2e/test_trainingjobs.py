@@ -169,7 +169,7 @@ def test_an_eviction_is_charged_to_the_infrastructure_budget_and_the_job_runs_on
     eventually("the eviction to be recorded", lambda: status(cluster, namespace, name).get("restarts"))
     running_pods(cluster, namespace, name, 5)
     s = wait_state(cluster, namespace, name, "Running")
-    assert s["restarts"] == {"infrastructure": 1}
+    assert s["restarts"] == {"infrastructure": 1}, s["failures"]
     assert s["failures"][0]["class"] == "Infrastructure"
     assert s["failures"][0]["reason"] == "EvictionByEvictionAPI"
 
@@ -226,6 +226,51 @@ def test_a_finished_job_and_its_children_are_gone_after_the_ttl(
         ),
         timeout=60,
     )
+
+
+def test_a_job_deleted_and_made_again_under_its_name_never_takes_its_predecessors_pods_as_its_own(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    job = sample("pytorch-ddp")
+    name = create(cluster, namespace, job)
+    running_pods(cluster, namespace, name, 3)
+    old = get_job(cluster, namespace, name)
+    assert old is not None
+    # A pod that outlives its job a while, as one whose containers are slow to stop does.
+    held = f"{name}-worker-1"
+    hold = '{"metadata":{"finalizers":["kubetrain.dev/test-hold"]}}'
+    cluster.kubectl("patch", "pod", held, "-n", namespace, "--type=merge", "-p", hold)
+    cluster.kubectl("delete", "trainingjob", name, "-n", namespace, "--wait=false")
+    eventually("the job to be gone", lambda: get_job(cluster, namespace, name) is None)
+    # The garbage collector deletes it; it may first have to discover the CRD's kind (40 s here).
+    eventually(
+        "the held pod to be stopped",
+        lambda: pods(cluster, namespace, name)[held]["status"]["phase"] == "Failed",
+        timeout=120,
+    )
+    create(cluster, namespace, job)
+
+    # The predecessor's pod, stopped with exit code 137, is no failure of this job.
+    s = eventually(
+        "the held name to be shown",
+        lambda: (
+            (s := status(cluster, namespace, name)).get("conditions")
+            and any(c["type"] == "ReplicaFailure" and c["reason"] == "NameHeld" for c in s["conditions"])
+            and s
+        ),
+    )
+    assert old["metadata"]["uid"] in condition(s, "ReplicaFailure")["message"]
+    assert (s["state"], s.get("restarts")) == ("Created", None)
+
+    cluster.kubectl("patch", "pod", held, "-n", namespace, "--type=json", "-p",
+                    '[{"op":"remove","path":"/metadata/finalizers"}]')  # fmt: skip
+    running = running_pods(cluster, namespace, name, 3)
+    new = get_job(cluster, namespace, name)
+    assert new is not None
+    assert {p["metadata"]["ownerReferences"][0]["uid"] for p in running.values()} == {new["metadata"]["uid"]}
+    s = wait_state(cluster, namespace, name, "Running")
+    assert "restarts" not in s
+    assert condition(s, "ReplicaFailure")["status"] == "False"
 
 
 def test_suspend_deletes_the_pods_and_resume_brings_them_back_for_free(

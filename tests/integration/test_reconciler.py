@@ -29,14 +29,18 @@ class Caches:
         self.pods = informer.Informer(
             api, client.PODS, namespace=namespace, label_selector=SELECTOR, indexers=owned
         )
-        self.services = informer.Informer(api, client.SERVICES, namespace=namespace, indexers=owned)
-        self.config_maps = informer.Informer(api, client.CONFIGMAPS, namespace=namespace, indexers=owned)
+        self.services = informer.Informer(
+            api, client.SERVICES, namespace=namespace, label_selector=SELECTOR, indexers=owned
+        )
+        self.config_maps = informer.Informer(
+            api, client.CONFIGMAPS, namespace=namespace, label_selector=SELECTOR, indexers=owned
+        )
 
     async def snapshot(self, *which: informer.Informer) -> None:
-        """Make the given caches (all by default) what the apiserver holds now."""
+        """Make the given caches (all by default) what the apiserver holds now, as a relist does:
+        their handlers hear of each change (the reconciler's expectations among them)."""
         for inf in which or (self.jobs, self.pods, self.services, self.config_maps):
-            listed = await self.api.list(inf.resource, self.namespace)
-            inf.store.replace(informer.strip_managed_fields(o) for o in listed["items"])
+            await inf._list()
 
     async def submit(self, job: v1beta1.TrainingJob) -> dict[str, Any]:
         """Create ``job`` and let the caches see it (and everything else there now)."""
@@ -57,10 +61,16 @@ async def pod_names(api: client.Client, namespace: str) -> list[str]:
     return sorted(p["metadata"]["name"] for p in listed["items"])
 
 
-async def scenario(c: devcluster.Cluster, namespace: str) -> None:
+async def for_pods(c: devcluster.Cluster, namespace: str) -> client.Client:
+    """A client, and the namespace's default ServiceAccount that pods need: the apiserver tier
+    runs no service-account controller."""
     api = await client.Client.connect(str(c.kubeconfig))
-    # The apiserver tier runs no service-account controller; pods need the default account.
     await api.create(SERVICE_ACCOUNTS, {"metadata": {"name": "default"}}, namespace)
+    return api
+
+
+async def scenario(c: devcluster.Cluster, namespace: str) -> None:
+    api = await for_pods(c, namespace)
     caches = Caches(api, namespace)
     job = (
         a_job("tj")
@@ -158,3 +168,127 @@ def test_a_job_managed_by_another_controller_is_left_alone(
     cluster: devcluster.Cluster, namespace: str
 ) -> None:
     asyncio.run(managed_elsewhere(cluster, namespace))
+
+
+# --- names that are not the job's ------------------------------------------------------------------
+
+
+async def owners(api: client.Client, resource: client.Resource, namespace: str) -> dict[str, str]:
+    listed = await api.list(resource, namespace)
+    return {o["metadata"]["name"]: o["metadata"]["ownerReferences"][0]["uid"] for o in listed["items"]}
+
+
+async def until_created(
+    caches: Caches, r: trainingjob_controller.TrainingJobReconciler, request: reconcile.Request, uid: str
+) -> dict[str, str]:
+    """Reconcile as the work queue would (each requeue honoured) until pods of ``uid`` exist."""
+    for _ in range(20):
+        result = await r.reconcile(request)
+        await caches.snapshot()
+        pods = await owners(caches.api, client.PODS, caches.namespace)
+        if pods and set(pods.values()) == {uid}:
+            return pods
+        await asyncio.sleep(result.requeue_after or 0.1)
+    raise AssertionError(f"no pods of {uid} were created")
+
+
+async def made_again(c: devcluster.Cluster, namespace: str) -> None:
+    api = await for_pods(c, namespace)
+    caches = Caches(api, namespace)
+    job = a_job("tj").namespace(namespace).replicas("Master", 1).replicas("Worker", 1).build()
+    request = reconcile.Request(namespace, "tj")
+    r = caches.reconciler()
+    old_uid = (await caches.submit(job))["metadata"]["uid"]
+    await r.reconcile(request)
+    # The first job's Worker fails, and the job is deleted. This tier runs no garbage
+    # collector: its children stay, as a deleted job's pods do while their containers stop.
+    killed = {"terminated": {"exitCode": 137, "reason": "Error"}}
+    container = {
+        "name": "pytorch",
+        "image": "x",
+        "imageID": "",
+        "ready": False,
+        "restartCount": 0,
+        "state": killed,
+    }
+    failed = {"status": {"phase": "Failed", "containerStatuses": [container]}}
+    await api.merge_patch(client.PODS, "tj-worker-0", failed, namespace, subresource="status")
+    await api.delete(client.TRAININGJOBS, "tj", namespace)
+    await caches.snapshot()
+    await r.reconcile(request)
+
+    new_uid = (await caches.submit(job))["metadata"]["uid"]
+    await r.reconcile(request)
+    await caches.snapshot()
+    await r.reconcile(request)
+    stored: dict[str, Any] = await api.get(client.TRAININGJOBS, "tj", namespace)
+    s = stored["status"]
+    # The predecessor's failed Worker is not this job's failure.
+    assert s["state"] == "Created"
+    assert "restarts" not in s
+    assert not s.get("replicaStatuses", {}).get("Worker", {}).get("failed")
+    held = next(c for c in s["conditions"] if c["type"] == "ReplicaFailure")
+    assert (held["status"], held["reason"]) == ("True", "NameHeld")
+    assert f"the name is still held by TrainingJob tj (uid {old_uid}), until it is gone" in held["message"]
+    assert set((await owners(api, client.PODS, namespace)).values()) == {old_uid}
+    events = await api.list(client.EVENTS, namespace)
+    assert "FailedCreate" in {e["reason"] for e in events["items"] if e["involvedObject"]["uid"] == new_uid}
+
+    # Once they are gone, the job's own are made, and the condition says so.
+    for resource in (client.PODS, client.SERVICES, client.CONFIGMAPS):
+        for name in await owners(api, resource, namespace):
+            await api.delete(resource, name, namespace)
+    await caches.snapshot()
+    pods = await until_created(caches, r, request, new_uid)
+    assert sorted(pods) == ["tj-master-0", "tj-worker-0"]
+    assert set((await owners(api, client.SERVICES, namespace)).values()) == {new_uid}
+    await r.reconcile(request)  # as the new pods' events bring about
+    stored = await api.get(client.TRAININGJOBS, "tj", namespace)
+    cleared = next(c for c in stored["status"]["conditions"] if c["type"] == "ReplicaFailure")
+    assert (cleared["status"], cleared["reason"]) == ("False", "Created")
+    assert "restarts" not in stored["status"]
+
+
+def test_a_job_made_again_under_its_name_waits_for_its_predecessors_children_and_never_counts_them(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    asyncio.run(made_again(cluster, namespace))
+
+
+async def name_taken(c: devcluster.Cluster, namespace: str) -> None:
+    api = await for_pods(c, namespace)
+    # A user's own Service, of the name the job's per-job Service would take.
+    web = {"metadata": {"name": "pj"}, "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}
+    await api.create(client.SERVICES, web, namespace)
+    caches = Caches(api, namespace)
+    job = (
+        a_job("pj")
+        .namespace(namespace)
+        .replicas("Master", 1)
+        .with_spec(network=v1beta1.NetworkSpec(host_names=v1beta1.HostNames.PER_JOB))
+        .build()
+    )
+    uid = (await caches.submit(job))["metadata"]["uid"]
+    request = reconcile.Request(namespace, "pj")
+    r = caches.reconciler()
+    await r.reconcile(request)
+    await caches.snapshot()
+    await r.reconcile(request)
+    stored: dict[str, Any] = await api.get(client.TRAININGJOBS, "pj", namespace)
+    taken = next(c for c in stored["status"]["conditions"] if c["type"] == "ReplicaFailure")
+    assert (taken["status"], taken["reason"]) == ("True", "NameTaken")
+    assert taken["message"] == "Service pj: the name is taken by a Service that is no TrainingJob's"
+    # No pod starts with its peers' names leading elsewhere.
+    assert await pod_names(api, namespace) == []
+    assert (await api.get(client.SERVICES, "pj", namespace))["spec"]["selector"] == {"app": "web"}
+
+    await api.delete(client.SERVICES, "pj", namespace)
+    await caches.snapshot()
+    assert await until_created(caches, r, request, uid) == {"pj-master-0": uid}
+    assert (await owners(api, client.SERVICES, namespace)) == {"pj": uid}
+
+
+def test_a_name_another_object_holds_is_shown_and_no_pod_starts_until_it_is_free(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    asyncio.run(name_taken(cluster, namespace))

@@ -44,6 +44,8 @@ K = refusal.Kind
             "NamespaceTerminating",
         ),
         (404, 'namespaces "gone" not found', K.WAITING, "NamespaceNotFound"),
+        (409, f"{refusal.NAME_TAKEN} a Service that is no TrainingJob's", K.TAKEN, "NameTaken"),
+        (409, f"{refusal.NAME_HELD} TrainingJob j (uid 1), until it is gone", K.WAITING, "NameHeld"),
         (429, "too many requests", K.WAITING, "Unavailable"),
         (504, "timeout", K.WAITING, "Unavailable"),
     ],
