@@ -380,20 +380,32 @@ class TrainingJobReconciler:
         found = store.get(key) if store is not None else None
         return found is not None and _controlled_by(found, job.metadata.uid)
 
-    def _taken(self, job: v1beta1.TrainingJob, obj: Obj) -> str | None:
+    async def _taken(self, job: v1beta1.TrainingJob, obj: Obj, resource: client.Resource) -> str | None:
         """After a 409 AlreadyExists: why the name is not the job's, or None if the object is.
 
-        Secrets, Deployments and gang groups are not watched: one that exists is taken as the
-        job's own, made at an earlier pass (a job keeps its first ssh key).
+        A kind the caches hold is judged from them; a Secret, a Deployment or a gang group, which
+        no cache holds, is read once (a 409 is rare): a predecessor's ssh Secret taken as the
+        job's own would go with the predecessor and leave the new pods waiting for it.
         """
+        key = cache.key_of(obj)
         store = self._stores.get(obj["kind"])
-        if store is None or self._exists(job, obj["kind"], cache.key_of(obj)):
-            return None
-        held = store.get(cache.key_of(obj))
+        if store is not None:
+            if self._exists(job, obj["kind"], key):
+                return None
+            held = store.get(key)
+        else:
+            meta = obj["metadata"]
+            try:
+                held = await self.api.get(resource, meta["name"], meta["namespace"])
+            except client.ApiError as e:
+                # Gone since (the next try makes it), or unreadable now: wait either way.
+                return f"{refusal.NAME_HELD} a {obj['kind']} that could not be read ({e}), until it is gone"
         if held is None:
             # Not kubetrain's (the caches watch its labels only), or made at an earlier pass and
             # not shown yet: the next pass, a second later, tells which.
             return f"{refusal.NAME_TAKEN} a {obj['kind']} that is no TrainingJob's"
+        if _controlled_by(held, job.metadata.uid):
+            return None
         owner = next((r for r in held["metadata"].get("ownerReferences") or () if r.get("controller")), None)
         holder = f"{owner['kind']} {owner['name']} (uid {owner.get('uid', '?')})" if owner else "an object"
         predecessor = (
@@ -412,7 +424,7 @@ class TrainingJobReconciler:
             if (expected := self._expected.get(obj["kind"])) is not None:
                 expected.created(cache.key_of(obj))
         except client.ApiError as e:
-            taken = self._taken(job, obj) if e.status == 409 else None
+            taken = await self._taken(job, obj, resource) if e.status == 409 else None
             if e.status == 409 and taken is None:
                 return None  # AlreadyExists: the job's own, made at an earlier pass
             name = obj["metadata"]["name"]

@@ -23,6 +23,8 @@ __all__ = ["Recorder"]
 log = logging.getLogger(__name__)
 
 AGGREGATION_WINDOW = datetime.timedelta(minutes=10)
+# What the apiserver says when a namespace is being deleted (NamespaceLifecycle admission).
+_TERMINATING = "because it is being terminated"
 
 
 @attrs.define
@@ -85,4 +87,13 @@ class Recorder:
             )
             self._seen[key] = _Seen(name=name, count=1, last=now)
         except (client.ApiError, client.NotLeaderError) as e:
-            log.warning("event %s/%s %s not recorded: %s", namespace, meta["name"], reason, e)
+            # A namespace being deleted takes its Events along: nobody will read this one.
+            terminating = isinstance(e, client.ApiError) and e.status == 403 and _TERMINATING in e.message
+            log.log(
+                logging.DEBUG if terminating else logging.WARNING,
+                "event %s/%s %s not recorded: %s",
+                namespace,
+                meta["name"],
+                reason,
+                e,
+            )

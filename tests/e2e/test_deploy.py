@@ -434,6 +434,53 @@ def test_a_generated_job_with_a_mistyped_field_is_refused_with_its_path(
     assert deployed.manager.alive()
 
 
+def test_names_another_object_holds_are_shown_on_the_job_and_those_objects_left_alone(
+    deployed: Deployment,
+) -> None:
+    ns = namespace(deployed, "taken")
+    job = yaml.safe_load((SAMPLES / "mpi-allreduce.yaml").read_text())
+    name = job["metadata"]["name"]
+    # A user's Secret and PodGroup, of the names the job's ssh key and first gang would take: no
+    # cache holds these kinds, so the manager reads them to tell they are not its job's.
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": f"{name}-ssh"},
+        "data": {"k": "bWluZQ=="},
+    }
+    group = {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": f"{name}-gang-0"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 1}}},
+    }
+    for obj in (secret, group):
+        deployed.kubectl("create", "-n", ns, "-f", "-", input=json.dumps(obj))
+    deployed.kubectl("create", "-n", ns, "-f", "-", input=json.dumps(job))
+
+    def refused(kind: str) -> dict[str, Any] | None:
+        conditions = get(deployed, RESOURCE, ns, name).get("status", {}).get("conditions", [])
+        c = next((c for c in conditions if c["type"] == "ReplicaFailure" and c["status"] == "True"), None)
+        return c if c is not None and c["message"].startswith(kind) else None
+
+    for kind, obj_name, resource in (
+        ("Secret", f"{name}-ssh", "secret"),
+        ("PodGroup", f"{name}-gang-0", "podgroups.scheduling.k8s.io"),
+    ):
+        c = eventually(f"the {kind} shown as taken", lambda kind=kind: refused(kind), timeout=60)
+        assert c["reason"] == "NameTaken"
+        assert c["message"] == (
+            f"{kind} {obj_name}: the name is taken by an object; rename this job or delete that {kind}"
+        )
+        assert pods(deployed.cluster, ns, name) == {}
+        assert "ownerReferences" not in get(deployed, resource, ns, obj_name)["metadata"]
+        deployed.kubectl("delete", resource, obj_name, "-n", ns)
+    running_pods(deployed.cluster, ns, name, 3)
+    uid = get(deployed, RESOURCE, ns, name)["metadata"]["uid"]
+    (owner,) = get(deployed, "secret", ns, f"{name}-ssh")["metadata"]["ownerReferences"]
+    assert owner["uid"] == uid
+
+
 # --- least privilege -------------------------------------------------------------------------------
 
 
@@ -462,14 +509,18 @@ def test_every_grant_of_the_role_is_used_and_nothing_was_refused(deployed: Deplo
 
 # Grants this cluster cannot exercise: the other gang schedulers' PodGroups (auto detection stops at
 # the native one served here; tests/e2e/test_gang_coscheduling.py uses the coscheduling grants), a
-# gang deleted only when a job restarts, and Kueue's quota release (tests/e2e/test_kueue.py).
+# gang deleted only when a job restarts, Kueue's quota release (tests/e2e/test_kueue.py), and a
+# TensorBoard Deployment read after a 409 on its name (tests/integration/test_reconciler.py).
 ONLY_ELSEWHERE = {
     ("scheduling.x-k8s.io", "podgroups", "list"),
+    ("scheduling.x-k8s.io", "podgroups", "get"),
     ("scheduling.x-k8s.io", "podgroups", "create"),
     ("scheduling.x-k8s.io", "podgroups", "delete"),
     ("scheduling.volcano.sh", "podgroups", "list"),
+    ("scheduling.volcano.sh", "podgroups", "get"),
     ("scheduling.volcano.sh", "podgroups", "create"),
     ("scheduling.volcano.sh", "podgroups", "delete"),
+    ("apps", "deployments", "get"),
     ("scheduling.k8s.io", "podgroups", "delete"),
     ("", "pods", "patch"),
 }

@@ -130,18 +130,12 @@ def restarts(
     a: Applied, sample: str, expected: dict[str, int], namespace: str | None = None
 ) -> dict[str, Any]:
     ns = namespace or a.namespace
-    seen: list[dict[str, Any]] = [{}]
-
-    def probe() -> dict[str, Any] | None:
-        seen[0] = jobs.status(a.c, ns, a.name(sample))
-        return seen[0] if seen[0].get("restarts") == expected else None
-
-    try:
-        return eventually(f"{a.name(sample)} to count restarts {expected}", probe, timeout=30)
-    except AssertionError as e:
-        # What was counted instead, and why: the evidence if a failure is ever charged twice.
-        last = {k: seen[0].get(k) for k in ("restarts", "failures", "countedFailures", "state")}
-        raise AssertionError(f"{e}; last seen: {json.dumps(last)}") from None
+    return eventually(
+        f"{a.name(sample)} to count restarts {expected}",
+        lambda: (s := jobs.status(a.c, ns, a.name(sample))).get("restarts") == expected and s,
+        timeout=30,
+        evidence=lambda: jobs.summary(a.c, ns, a.name(sample)),
+    )
 
 
 def ended(a: Applied, sample: str, state: str, namespace: str | None = None) -> dict[str, Any]:

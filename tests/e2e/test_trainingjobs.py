@@ -24,6 +24,7 @@ from testkit.jobs import (
     running_pods,
     sample,
     status,
+    summary,
     wait_state,
 )
 from testkit.kube import eventually
@@ -321,9 +322,9 @@ def test_a_job_scope_restart_replaces_every_pytorch_pod(cluster: devcluster.Clus
             and now
         ),
         timeout=60,
+        evidence=lambda: summary(cluster, namespace, name),
     )
-    assert {p["metadata"]["labels"]["training.kubetrain.dev/restart-attempt"] for p in after.values()} == {
-        "1"
-    }
+    attempts = {p["metadata"]["labels"]["training.kubetrain.dev/restart-attempt"] for p in after.values()}
+    assert attempts == {"1"}, summary(cluster, namespace, name)
     s = wait_state(cluster, namespace, name, "Running")
-    assert s["restarts"] == {"userCode": 1}
+    assert s["restarts"] == {"userCode": 1}, summary(cluster, namespace, name)

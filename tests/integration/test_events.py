@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 
+import pytest
 from testkit.builders import a_job
 
 from kubetrain.api import scheme
@@ -39,3 +41,32 @@ def test_repeats_are_aggregated(cluster: devcluster.Cluster, namespace: str) -> 
     }
     described = cluster.kubectl("describe", "tj", "ev", "-n", namespace).stdout
     assert "user code failed 4 times" in described
+
+
+async def record_in_terminating(c: devcluster.Cluster, namespace: str) -> None:
+    api = await client.Client.connect(str(c.kubeconfig))
+    job = await api.create(
+        client.TRAININGJOBS,
+        scheme.encode(a_job("gone").namespace(namespace).replicas("Worker", 1).build()),
+        namespace,
+    )
+    # A finalizer keeps the namespace Terminating for as long as the test needs it.
+    held = {"metadata": {"name": "held", "finalizers": ["kubetrain.dev/test"]}}
+    await api.create(client.CONFIGMAPS, held, namespace)
+    c.kubectl("delete", "namespace", namespace, "--wait=false")
+    try:
+        await events.Recorder(api).event(job, "Warning", "PodFailed", "worker-0 exited 1")
+        await events.Recorder(api).event(job, "Warning", "PodFailed", "worker-0 exited 1")
+    finally:
+        await api.merge_patch(client.CONFIGMAPS, "held", {"metadata": {"finalizers": None}}, namespace)
+
+
+def test_an_event_in_a_namespace_being_deleted_is_dropped_without_a_warning(
+    cluster: devcluster.Cluster, namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger=events.__name__)
+    asyncio.run(record_in_terminating(cluster, namespace))
+    dropped = [r for r in caplog.records if "not recorded" in r.getMessage()]
+    assert dropped, "the apiserver took an Event in a namespace being deleted"
+    assert {r.levelno for r in dropped} == {logging.DEBUG}
+    assert "being terminated" in dropped[0].getMessage()

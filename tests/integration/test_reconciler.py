@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import yaml
+from testkit import jobs
 from testkit.builders import a_job
 
 from kubetrain.api import scheme, v1beta1
@@ -292,3 +294,45 @@ def test_a_name_another_object_holds_is_shown_and_no_pod_starts_until_it_is_free
     cluster: devcluster.Cluster, namespace: str
 ) -> None:
     asyncio.run(name_taken(cluster, namespace))
+
+
+async def tensorboard_taken(c: devcluster.Cluster, namespace: str) -> None:
+    api = await for_pods(c, namespace)
+    # A user's Deployment, of the name the job's TensorBoard would take. No cache holds
+    # Deployments: the reconciler reads this one to tell it is not the job's.
+    mine = {
+        "metadata": {"name": "pytorch-tb-tensorboard"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "mine"}},
+            "template": {
+                "metadata": {"labels": {"app": "mine"}},
+                "spec": {"containers": [{"name": "c", "image": "mine"}]},
+            },
+        },
+    }
+    await api.create(client.DEPLOYMENTS, mine, namespace)
+    doc = yaml.safe_load((jobs.SAMPLES / "pytorch-tensorboard.yaml").read_text())
+    doc["metadata"]["namespace"] = namespace
+    job = scheme.to_hub(scheme.decode(doc))
+    caches = Caches(api, namespace)
+    await caches.submit(job)
+    await caches.reconciler().reconcile(reconcile.Request(namespace, "pytorch-tb"))
+    events = await api.list(client.EVENTS, namespace)
+    assert [e["message"] for e in events["items"] if e["reason"] == "FailedCreate"] == [
+        "Deployment pytorch-tb-tensorboard: the name is taken by an object; "
+        "rename this job or delete that Deployment"
+    ]
+    # Its Service, which would say the TensorBoard is there, is not made; the replicas are.
+    services = await api.list(client.SERVICES, namespace)
+    assert "pytorch-tb-tensorboard" not in {s["metadata"]["name"] for s in services["items"]}
+    assert await pod_names(api, namespace) == [
+        f"pytorch-tb-{r}" for r in ("master-0", "worker-0", "worker-1")
+    ]
+    stored = await api.get(client.DEPLOYMENTS, "pytorch-tb-tensorboard", namespace)
+    assert "ownerReferences" not in stored["metadata"]
+
+
+def test_a_tensorboard_whose_name_another_deployment_holds_is_reported_and_that_one_left_alone(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    asyncio.run(tensorboard_taken(cluster, namespace))

@@ -15,6 +15,7 @@ from testkit.kube import eventually
 SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "samples" / "v1beta1"
 RESOURCE = "trainingjobs.v1beta1.training.kubetrain.dev"
 JOB = "training.kubetrain.dev/job-name"
+ATTEMPT = "training.kubetrain.dev/restart-attempt"
 
 
 def sample(name: str, restart_policy: str | None = None, **changes: Any) -> dict[str, Any]:
@@ -59,10 +60,31 @@ def wait_state(
     c: devcluster.Cluster, namespace: str, name: str, state: str, timeout: float = 60
 ) -> dict[str, Any]:
     return eventually(
-        f"{name} to be {state} (now {status(c, namespace, name).get('state')})",
+        f"{name} to be {state}",
         lambda: (s := status(c, namespace, name)).get("state") == state and s,
         timeout=timeout,
+        evidence=lambda: summary(c, namespace, name),
     )
+
+
+def summary(c: devcluster.Cluster, namespace: str, name: str) -> str:
+    """A job's state, counts and last failures, and its pods: what a failed wait shows."""
+    s = status(c, namespace, name)
+    job = {k: s.get(k) for k in ("state", "restarts", "countedFailures")}
+    job["failures"] = [
+        {k: f.get(k) for k in ("pod", "exitCode", "reason", "class", "action")}
+        for f in s.get("failures", [])[-4:]
+    ]
+    job["pods"] = {
+        n: {
+            "attempt": p["metadata"].get("labels", {}).get(ATTEMPT),
+            "phase": p.get("status", {}).get("phase"),
+            "deleting": "deletionTimestamp" in p["metadata"],
+            "uid": p["metadata"]["uid"][:8],
+        }
+        for n, p in pods(c, namespace, name).items()
+    }
+    return json.dumps(job)
 
 
 def running_pods(c: devcluster.Cluster, namespace: str, name: str, count: int) -> dict[str, dict[str, Any]]:
@@ -75,7 +97,9 @@ def running_pods(c: devcluster.Cluster, namespace: str, name: str, count: int) -
         }
         return up if len(up) == count and len(got) == count else None
 
-    return eventually(f"{count} running pods of {name}", probe, timeout=60)
+    return eventually(
+        f"{count} running pods of {name}", probe, timeout=60, evidence=lambda: summary(c, namespace, name)
+    )
 
 
 def condition(s: dict[str, Any], ctype: str) -> dict[str, Any]:

@@ -29,15 +29,26 @@ def create_job(kube: kr8s.Api, job: v1beta1.TrainingJob) -> Any:
     return obj
 
 
-def eventually(what: str, probe: Callable[[], T | None], timeout: float = 30, interval: float = 0.2) -> T:
-    """Poll ``probe`` until it returns something truthy, and return that."""
+def eventually(
+    what: str,
+    probe: Callable[[], T | None],
+    timeout: float = 30,
+    interval: float = 0.2,
+    evidence: Callable[[], object] | None = None,
+) -> T:
+    """Poll ``probe`` until it returns something truthy, and return that.
+
+    On a timeout the error carries ``evidence()``: what was seen instead, so a failure seen only
+    in CI can be told apart from its neighbours (a slow cluster, a restart charged twice).
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = probe()
         if value:
             return value
         time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+    seen = f"; seen instead: {evidence()}" if evidence is not None else ""
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}{seen}")
 
 
 def unreachable_kubeconfig(directory: pathlib.Path) -> tuple[pathlib.Path, int]:
