@@ -1,13 +1,30 @@
 #!/usr/bin/env bash
-# kwok (fake nodes and pod lifecycle) and kustomize: plain `go install` at release tags.
-# Output: $KUBETRAIN_CACHE/tools/bin. The kwok module's stage sets are kept beside it.
+# kwok (fake nodes and pod lifecycle) and kustomize, at release tags from the Go module proxy.
+# Output: $KUBETRAIN_CACHE/tools/bin.
+#
+# kwok gets one change, made here to the source the proxy serves: it deletes a pod by name alone,
+# where a kubelet's delete carries the pod's UID as a precondition. A stage kwok plays twice for one
+# pod (it replays the pod-delete stage on the event of its own status patch) then deletes the next
+# pod of that name too — the replacement an operator has just made. With the precondition that
+# second delete is refused, as the kubelet's would be.
 source "$(dirname "$0")/lib.sh"
 
 out="$KUBETRAIN_CACHE/tools"
+KWOK_BUILD="$KWOK_VERSION+uid-precondition"
 mkdir -p "$out/bin"
-if ! have "$out/bin/kwok" "$KWOK_VERSION" --version; then
-  step "go install sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
-  GOBIN="$out/bin" retry go install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" >/dev/null
+if ! have "$out/bin/kwok" "$KWOK_VERSION" --version || [ "$(cat "$out/bin/kwok.build" 2>/dev/null)" != "$KWOK_BUILD" ]; then
+  step "build kwok $KWOK_BUILD from sigs.k8s.io/kwok@$KWOK_VERSION"
+  src=$(retry go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  work="$out/src/kwok"
+  rm -rf "$work" && mkdir -p "$out/src" && cp -r "$src" "$work" && chmod -R u+w "$work"
+  controller="$work/pkg/kwok/controllers/pod_controller.go"
+  call='err := c.typedClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, deleteOpt)'
+  grep -qF "$call" "$controller" || { echo "kwok $KWOK_VERSION: the pod delete to amend is not where expected" >&2; exit 1; }
+  sed -i "s|$call|opts := deleteOpt\n\topts.Preconditions = metav1.NewUIDPreconditions(string(pod.UID))\n\terr := c.typedClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, opts)|" "$controller"
+  grep -qF 'metav1.NewUIDPreconditions(string(pod.UID))' "$controller"
+  (cd "$work" && GOBIN="$out/bin" retry go install ./cmd/kwok >/dev/null)
+  rm -rf "$work"
+  echo "$KWOK_BUILD" > "$out/bin/kwok.build"
 fi
 if ! have "$out/bin/kustomize" "${KUSTOMIZE_VERSION}" version; then
   step "go install sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
