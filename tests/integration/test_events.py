@@ -1,10 +1,12 @@
-"""Events about a TrainingJob: repeats are aggregated into one Event with a count."""
+"""Events about a TrainingJob: repeats are aggregated into one Event with a count, and one for a
+namespace being deleted is dropped without a warning."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
+from typing import Any
 
 import pytest
 from testkit.builders import a_job
@@ -14,13 +16,18 @@ from kubetrain.devcluster import cluster as devcluster
 from kubetrain.operator.runtime import client, events
 
 
-async def scenario(c: devcluster.Cluster, namespace: str) -> None:
-    api = await client.Client.connect(str(c.kubeconfig))
-    job = await api.create(
+async def stored_job(api: client.Client, name: str, namespace: str) -> dict[str, Any]:
+    job: dict[str, Any] = await api.create(
         client.TRAININGJOBS,
-        scheme.encode(a_job("ev").namespace(namespace).replicas("Worker", 1).build()),
+        scheme.encode(a_job(name).namespace(namespace).replicas("Worker", 1).build()),
         namespace,
     )
+    return job
+
+
+async def scenario(c: devcluster.Cluster, namespace: str) -> None:
+    api = await client.Client.connect(str(c.kubeconfig))
+    job = await stored_job(api, "ev", namespace)
     recorder = events.Recorder(api)
     for _ in range(3):
         await recorder.event(job, "Warning", "BackoffLimitExceeded", "user code failed 4 times")
@@ -45,11 +52,7 @@ def test_repeats_are_aggregated(cluster: devcluster.Cluster, namespace: str) -> 
 
 async def record_in_terminating(c: devcluster.Cluster, namespace: str) -> None:
     api = await client.Client.connect(str(c.kubeconfig))
-    job = await api.create(
-        client.TRAININGJOBS,
-        scheme.encode(a_job("gone").namespace(namespace).replicas("Worker", 1).build()),
-        namespace,
-    )
+    job = await stored_job(api, "gone", namespace)
     # A finalizer keeps the namespace Terminating for as long as the test needs it.
     held = {"metadata": {"name": "held", "finalizers": ["kubetrain.dev/test"]}}
     await api.create(client.CONFIGMAPS, held, namespace)
