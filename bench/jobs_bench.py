@@ -100,6 +100,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrain.devcluster import cluster as devcluster
 from kubetrain.devcluster import kwok, process
+from kubetrain.operator import main as operator_main
 from kubetrain.operator import naming, pki
 from kubetrain.operator.runtime import client
 
@@ -111,7 +112,7 @@ PLAIN_NAMESPACE = "bench-plain"
 JOBS_NAMESPACE = "bench"
 OPERATOR_USER = "kubetrain-bench-operator"
 BENCH_USER = "kubetrain-bench"
-OPERATOR_DEFAULT_LIMITS = (20.0, 30)  # kubetrain-operator's --kube-api-qps and --kube-api-burst defaults
+CLIENT_GO_LIMITS = (20.0, 30)  # client-go's default QPS and burst, which many operators keep
 NAMESPACES = client.Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 SERVICEACCOUNTS = client.Resource("", "v1", "serviceaccounts", "ServiceAccount")
 AUDIT_POLICY = """\
@@ -1154,25 +1155,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "topology spreading looks at every Service of a pod's namespace for each pod it places, so "
         "tens of thousands of per-replica Services in one namespace make the scheduler the floor",
     )
+    own = operator_main.parser().parse_args([])
     p.add_argument(
         "--qps",
         type=float,
-        default=1000.0,
-        help="operator --kube-api-qps (default 1000: high enough that the apiserver, not the "
-        "operator's own limit, sets the pace)",
+        default=own.kube_api_qps,
+        help=f"operator --kube-api-qps (default: the operator's own, {own.kube_api_qps:g})",
     )
-    p.add_argument("--burst", type=int, default=2000, help="operator --kube-api-burst (default 2000)")
+    p.add_argument(
+        "--burst",
+        type=int,
+        default=own.kube_api_burst,
+        help=f"operator --kube-api-burst (default: the operator's own, {own.kube_api_burst})",
+    )
     p.add_argument(
         "--workers",
         type=int,
-        default=16,
-        help="operator --max-concurrent-reconciles (default 16: a pass waits on the apiserver, so at "
-        "this rate more of them must be in flight than the operator's default 4)",
+        default=own.max_concurrent_reconciles,
+        help="operator --max-concurrent-reconciles (default: the operator's own, "
+        f"{own.max_concurrent_reconciles})",
     )
     p.add_argument(
         "--also-default-limits",
         action="store_true",
-        help="run the operator phase again with the operator's own defaults (qps 20, burst 30); slow",
+        help="run the operator phase again at client-go's default limits (qps 20, burst 30), which "
+        "many operators keep; slow",
     )
     p.add_argument("--timeout", type=float, default=300.0, help="seconds each phase may take (default 300)")
     p.add_argument(
@@ -1310,7 +1317,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.skip_operator:
             limits = [(args.qps, args.burst, JOBS_NAMESPACE)]
             if args.also_default_limits:
-                limits.append((*OPERATOR_DEFAULT_LIMITS, f"{JOBS_NAMESPACE}-defaults"))
+                limits.append((*CLIENT_GO_LIMITS, f"{JOBS_NAMESPACE}-client-go"))
             figures["operator_runs"] = []
             for i, (qps, burst, base) in enumerate(limits):
                 if i:
