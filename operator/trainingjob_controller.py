@@ -404,9 +404,9 @@ class TrainingJobReconciler:
             # Not kubetrain's (the caches watch its labels only), or made at an earlier pass and
             # not shown yet: the next pass, a second later, tells which.
             return f"{refusal.NAME_TAKEN} a {obj['kind']} that is no TrainingJob's"
-        if _controlled_by(held, job.metadata.uid):
+        owner = cache.controller_of(held)
+        if owner is not None and owner.get("uid") == job.metadata.uid:
             return None
-        owner = next((r for r in held["metadata"].get("ownerReferences") or () if r.get("controller")), None)
         holder = f"{owner['kind']} {owner['name']} (uid {owner.get('uid', '?')})" if owner else "an object"
         predecessor = (
             owner is not None and owner["kind"] == "TrainingJob" and owner["name"] == job.metadata.name
@@ -552,9 +552,8 @@ def _children(objs: list[Obj], job: v1beta1.TrainingJob) -> list[Obj]:
 
 
 def _controlled_by(obj: Obj, uid: str | None) -> bool:
-    return any(
-        r.get("controller") and r.get("uid") == uid for r in obj["metadata"].get("ownerReferences") or ()
-    )
+    ref = cache.controller_of(obj)
+    return ref is not None and ref.get("uid") == uid
 
 
 def _node_exists(nodes: cache.Store, pod: Obj) -> bool:

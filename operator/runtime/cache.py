@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["Expectations", "Indexer", "Store", "Tombstones", "by_owner", "key_of"]
+__all__ = ["Expectations", "Indexer", "Store", "Tombstones", "by_owner", "controller_of", "key_of"]
 
 Obj = dict[str, Any]
 Indexer = Callable[[Obj], Iterable[str]]
@@ -24,16 +24,19 @@ def key_of(obj: Mapping[str, Any]) -> str:
     return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
 
 
+def controller_of(obj: Obj) -> Obj | None:
+    """The owner reference of ``obj``'s controller (the apiserver allows one at most), if any."""
+    return next((r for r in obj["metadata"].get("ownerReferences") or () if r.get("controller")), None)
+
+
 def by_owner(kind: str = "TrainingJob") -> Indexer:
     """Index by the ``namespace/name`` of the controlling owner of ``kind``."""
 
     def index(obj: Obj) -> list[str]:
-        meta = obj["metadata"]
-        return [
-            f"{meta.get('namespace', '')}/{ref['name']}"
-            for ref in meta.get("ownerReferences", [])
-            if ref.get("controller") and ref.get("kind") == kind
-        ]
+        ref = controller_of(obj)
+        if ref is None or ref.get("kind") != kind:
+            return []
+        return [f"{obj['metadata'].get('namespace', '')}/{ref['name']}"]
 
     return index
 

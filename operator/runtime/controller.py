@@ -81,11 +81,10 @@ class Controller:
         def handler(event: str, obj: cache.Obj, old: cache.Obj | None) -> None:
             if kind.events is not None and event not in kind.events and kind.source.synced.is_set():
                 return
-            meta = obj["metadata"]
-            for ref in meta.get("ownerReferences", []):
-                if ref.get("controller") and ref.get("kind") == kind.owner_kind:
-                    request = reconcile.Request(meta.get("namespace", ""), ref["name"])
-                    self.queue.add(request, _priority(kind.source))
+            ref = cache.controller_of(obj)
+            if ref is not None and ref.get("kind") == kind.owner_kind:
+                request = reconcile.Request(obj["metadata"].get("namespace", ""), ref["name"])
+                self.queue.add(request, _priority(kind.source))
 
         return handler
 
