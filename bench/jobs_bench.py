@@ -348,15 +348,59 @@ def start_operator(
     return op, metrics_port
 
 
-def operator_reconciles(metrics_port: int) -> dict[str, float]:
+def operator_samples(metrics_port: int) -> list[Any]:
     with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as r:
         text = r.read().decode()
+    return [s for family in text_string_to_metric_families(text) for s in family.samples]
+
+
+def operator_reconciles(samples: Iterable[Any]) -> dict[str, float]:
     out: dict[str, float] = collections.defaultdict(float)
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            if s.name == "controller_runtime_reconcile_total":
-                out[s.labels.get("result", "?")] += s.value
+    for s in samples:
+        if s.name == "controller_runtime_reconcile_total":
+            out[s.labels.get("result", "?")] += s.value
     return dict(out)
+
+
+# Where a job's pass spends its time, from the operator's own histograms: (figure, metric, label).
+WAITS = (
+    ("queue wait", "workqueue_queue_duration_seconds", {}),
+    ("reconcile", "controller_runtime_reconcile_time_seconds", {}),
+    ("PATCH", "rest_client_request_duration_seconds", {"verb": "PATCH"}),
+    ("POST", "rest_client_request_duration_seconds", {"verb": "POST"}),
+)
+
+
+def operator_waits(samples: Iterable[Any]) -> dict[str, dict[str, float]]:
+    """p50/p99 and count of each of :data:`WAITS`, interpolated in its buckets as Prometheus'
+    ``histogram_quantile`` does."""
+    samples = list(samples)
+    out: dict[str, dict[str, float]] = {}
+    for what, metric, labels in WAITS:
+        buckets: dict[float, float] = collections.defaultdict(float)
+        for s in samples:
+            if s.name == f"{metric}_bucket" and labels.items() <= s.labels.items():
+                buckets[float(s.labels["le"])] += s.value
+        ordered = sorted(buckets.items())
+        if ordered and ordered[-1][1]:
+            out[what] = {
+                "count": ordered[-1][1],
+                **{f"p{q * 100:g}": histogram_quantile(q, ordered) for q in (0.5, 0.99)},
+            }
+    return out
+
+
+def histogram_quantile(q: float, buckets: list[tuple[float, float]]) -> float:
+    """``buckets``: (upper bound, cumulative count) in order, the last one +Inf."""
+    rank = q * buckets[-1][1]
+    lower, below = 0.0, 0.0
+    for bound, count in buckets:
+        if count >= rank:
+            if bound == float("inf"):
+                return lower  # past the largest finite bound: Prometheus answers with it too
+            return lower + (bound - lower) * (rank - below) / ((count - below) or 1)
+        lower, below = bound, count
+    return lower
 
 
 # --- the client side -------------------------------------------------------------------------------
@@ -806,7 +850,9 @@ def operator_phase(
     def after() -> None:
         assert op.pid is not None
         result["operator"] = proc_figures(op.pid)
-        result["reconciles"] = operator_reconciles(metrics_port)
+        samples = operator_samples(metrics_port)
+        result["reconciles"] = operator_reconciles(samples)
+        result["waits"] = operator_waits(samples)
         result["control_plane_cpu"] = cpu_delta(snapshot["cpu"], control_plane_cpu(c))
         result["requests"] = request_rows(snapshot["requests"], request_totals(c), own)
         if audit_log is not None:
@@ -933,13 +979,16 @@ async def steady(
         await asyncio.sleep(1)
     waited = time.perf_counter() - waited
     log(f"  quiet after {waited:.0f}s; {args.steady:.0f}s with nothing changing")
-    changes, reconciles = w.pods.changes + w.jobs.changes, sum(operator_reconciles(metrics_port).values())
+    changes, reconciles = (
+        w.pods.changes + w.jobs.changes,
+        sum(operator_reconciles(operator_samples(metrics_port)).values()),
+    )
     cpu, t = proc_figures(pid)["cpu_seconds"], time.perf_counter()
     await asyncio.sleep(args.steady)
     alive()
     cpu_percent = 100 * (proc_figures(pid)["cpu_seconds"] - cpu) / (time.perf_counter() - t)
     changes = w.pods.changes + w.jobs.changes - changes
-    reconciles = sum(operator_reconciles(metrics_port).values()) - reconciles
+    reconciles = sum(operator_reconciles(operator_samples(metrics_port)).values()) - reconciles
     from_patch, from_pod = [], []
     for job in running[: args.changes]:  # one at a time: a single change in a quiet cluster
         master = naming.replica_name(job, "Master", 0)
@@ -1045,6 +1094,14 @@ def report(figures: Mapping[str, Any]) -> str:
                 f"{total:.0f} reconciles ({total / run['count']:.1f}/job"
                 + (f", {rec.get('error', 0):.0f} errors" if rec.get("error") else "")
                 + ")"
+            )
+        if waits := run.get("waits"):
+            out.append(
+                "  operator's waits      "
+                + ", ".join(
+                    f"{what} p50 {w['p50']:.3f}s p99 {w['p99']:.3f}s ({w['count']:.0f})"
+                    for what, w in waits.items()
+                )
             )
         if "control_plane_cpu" in run:
             out.append(f"  CPU used in phase     {fmt_cpu(run['control_plane_cpu'])} (+ operator above)")

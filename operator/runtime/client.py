@@ -21,7 +21,7 @@ import attrs
 import kr8s.asyncio
 from opentelemetry import trace
 
-from kubetrain.operator.runtime import ratelimit, transport
+from kubetrain.operator.runtime import metrics, ratelimit, transport
 
 __all__ = [
     "CHILDREN",
@@ -201,6 +201,7 @@ class Client:
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type
+        sent, code = time.monotonic(), 0
         try:
             response = await self._http.request(
                 method,
@@ -210,10 +211,14 @@ class Client:
                 headers=headers,
                 timeout=timeout or self.timeout,
             )
+            code = response.status
         except TimeoutError as e:
             raise ApiError(504, "Timeout", f"no answer within {timeout or self.timeout:g}s") from e
         except transport.TransportError as e:
             raise ApiError(503, "Unavailable", str(e)) from e
+        finally:
+            metrics.REST_CLIENT_LATENCY.labels(method).observe(time.monotonic() - sent)
+            metrics.REST_CLIENT_REQUESTS.labels(str(code), method).inc()
         return _decode(response)
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Any:

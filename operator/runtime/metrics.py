@@ -2,7 +2,9 @@
 
 Dashboards and alerts written for controller-runtime operators work unchanged:
 ``controller_runtime_reconcile_total{controller,result}``, the reconcile-time histogram,
-``workqueue_*`` per queue, and ``leader_election_master_status``. kubetrain adds
+``workqueue_*`` per queue, ``leader_election_master_status``, and client-go's
+``rest_client_requests_total{code,method}`` and ``rest_client_request_duration_seconds{verb}`` (the
+time on the wire, after the client's own rate limit). kubetrain adds
 ``kubetrain_jobs_{created,succeeded,failed,restarted}_total{framework,namespace}``.
 Everything lives in :data:`REGISTRY`, served at ``/metrics``.
 """
@@ -119,6 +121,20 @@ WORKQUEUE_LONGEST = Gauge(
     "workqueue_longest_running_processor_seconds",
     "Longest running key, in seconds.",
     ["name"],
+    registry=REGISTRY,
+)
+
+REST_CLIENT_REQUESTS = Counter(
+    "rest_client_requests_total",
+    "Requests to the apiserver by status code (0: no answer) and method.",
+    ["code", "method"],
+    registry=REGISTRY,
+)
+REST_CLIENT_LATENCY = Histogram(
+    "rest_client_request_duration_seconds",
+    "Time from sending a request to its whole answer, by verb.",
+    ["verb"],
+    buckets=_BUCKETS,
     registry=REGISTRY,
 )
 

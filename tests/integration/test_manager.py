@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import re
 from typing import Any
 
 import httpx
@@ -131,6 +132,9 @@ async def scenario(c: devcluster.Cluster, namespace: str) -> None:
         assert 'workqueue_depth{name="trainingjob"}' in text
         assert 'controller_runtime_reconcile_time_seconds_count{controller="trainingjob"}' in text
         assert 'leader_election_master_status{name="' in text
+        # Every request is counted by its answer and timed (this process's clients share the registry).
+        assert re.search(r'^rest_client_requests_total\{code="201",method="POST"\} [1-9]', text, re.M)
+        assert re.search(r'^rest_client_request_duration_seconds_count\{verb="GET"\} [1-9]', text, re.M)
     finally:
         stop.set()
         assert await run == 0
