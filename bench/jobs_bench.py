@@ -364,7 +364,8 @@ def operator_reconciles(samples: Iterable[Any]) -> dict[str, float]:
 
 # Where a job's pass spends its time, from the operator's own histograms: (figure, metric, label).
 WAITS = (
-    ("queue wait", "workqueue_queue_duration_seconds", {}),
+    ("queue wait: changes", "workqueue_queue_duration_seconds", {"priority": "0"}),
+    ("first passes", "workqueue_queue_duration_seconds", {"priority": "-100"}),
     ("reconcile", "controller_runtime_reconcile_time_seconds", {}),
     ("PATCH", "rest_client_request_duration_seconds", {"verb": "PATCH"}),
     ("POST", "rest_client_request_duration_seconds", {"verb": "POST"}),

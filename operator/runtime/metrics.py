@@ -101,8 +101,8 @@ WORKQUEUE_ADDS = Counter(
 )
 WORKQUEUE_LATENCY = Histogram(
     "workqueue_queue_duration_seconds",
-    "Time a key waits before it is processed.",
-    ["name"],
+    "Time a key waits before it is processed, by the priority it was handed out at.",
+    ["name", "priority"],
     buckets=_BUCKETS,
     registry=REGISTRY,
 )
@@ -166,7 +166,7 @@ class QueueMetrics:
     def __init__(self, name: str) -> None:
         self._depth = WORKQUEUE_DEPTH.labels(name)
         self._adds = WORKQUEUE_ADDS.labels(name)
-        self._latency = WORKQUEUE_LATENCY.labels(name)
+        self._name = name
         self._work = WORKQUEUE_WORK.labels(name)
         self._retries = WORKQUEUE_RETRIES.labels(name)
 
@@ -176,8 +176,8 @@ class QueueMetrics:
     def depth(self, depth: int) -> None:
         self._depth.set(depth)
 
-    def started(self, waited: float) -> None:
-        self._latency.observe(waited)
+    def started(self, waited: float, priority: int) -> None:
+        WORKQUEUE_LATENCY.labels(self._name, str(priority)).observe(waited)
 
     def finished(self, worked: float) -> None:
         self._work.observe(worked)

@@ -44,7 +44,7 @@ LOW = -100
 class QueueMetrics(Protocol):
     def added(self) -> None: ...
     def depth(self, depth: int) -> None: ...
-    def started(self, waited: float) -> None: ...
+    def started(self, waited: float, priority: int) -> None: ...
     def finished(self, worked: float) -> None: ...
     def retried(self) -> None: ...
 
@@ -56,7 +56,7 @@ class NoMetrics:
     def depth(self, depth: int) -> None:
         pass
 
-    def started(self, waited: float) -> None:
+    def started(self, waited: float, priority: int) -> None:
         pass
 
     def finished(self, worked: float) -> None:
@@ -144,7 +144,7 @@ class WorkQueue(Generic[K]):
         """The next key, now in processing; ``None`` if nothing is due."""
         self._promote_due()
         while self._heap:
-            _, seq, key = heapq.heappop(self._heap)
+            negated, seq, key = heapq.heappop(self._heap)
             if self._waiting.get(key) == seq:
                 break
         else:
@@ -153,7 +153,7 @@ class WorkQueue(Generic[K]):
         del self._dirty[key]
         now = self._clock()
         self._processing[key] = now
-        self._metrics.started(now - self._queued_at.pop(key, now))
+        self._metrics.started(now - self._queued_at.pop(key, now), -negated)
         self._metrics.depth(len(self._waiting))
         return key
 

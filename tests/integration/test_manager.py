@@ -130,6 +130,9 @@ async def scenario(c: devcluster.Cluster, namespace: str) -> None:
         assert 'controller_runtime_reconcile_total{controller="trainingjob",result="success"} 3.0' in text
         assert 'controller_runtime_terminal_reconcile_errors_total{controller="trainingjob"} 1.0' in text
         assert 'workqueue_depth{name="trainingjob"}' in text
+        # A first pass waits at low priority, a change at normal: their waits are told apart.
+        assert 'workqueue_queue_duration_seconds_count{name="trainingjob",priority="-100"}' in text
+        assert 'workqueue_queue_duration_seconds_count{name="trainingjob",priority="0"}' in text
         assert 'controller_runtime_reconcile_time_seconds_count{controller="trainingjob"}' in text
         assert 'leader_election_master_status{name="' in text
         # Every request is counted by its answer and timed (this process's clients share the registry).
@@ -137,7 +140,10 @@ async def scenario(c: devcluster.Cluster, namespace: str) -> None:
         assert re.search(r'^rest_client_request_duration_seconds_count\{verb="GET"\} [1-9]', text, re.M)
     finally:
         stop.set()
-        assert await run == 0
+        try:
+            assert await run == 0
+        finally:
+            await api.close()
 
 
 def _ports(mgr: manager.Manager) -> tuple[int, int]:

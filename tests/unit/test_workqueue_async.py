@@ -39,3 +39,22 @@ def test_the_default_limiter_backs_off_per_key_and_limits_overall_rate() -> None
     assert round(bucket.when("one more"), 3) == 0.1
     now[0] += 10  # refilled
     assert bucket.when("again") == 0.0
+
+
+def test_the_wait_is_reported_with_the_priority_the_key_was_handed_out_at() -> None:
+    class Recording(workqueue.NoMetrics):
+        def __init__(self) -> None:
+            self.started_at: list[int] = []
+
+        def started(self, waited: float, priority: int) -> None:
+            self.started_at.append(priority)
+
+    metrics = Recording()
+    q: workqueue.WorkQueue[str] = workqueue.WorkQueue(metrics=metrics)
+    q.add("new", workqueue.LOW)
+    q.add("changed")
+    q.add("moved up", workqueue.LOW)
+    q.add("moved up", 7)
+    while q.get_nowait() is not None:
+        pass
+    assert metrics.started_at == [7, workqueue.NORMAL, workqueue.LOW]
