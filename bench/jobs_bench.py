@@ -372,16 +372,17 @@ WAITS = (
 )
 
 
-def operator_waits(samples: Iterable[Any]) -> dict[str, dict[str, float]]:
-    """p50/p99 and count of each of :data:`WAITS`, interpolated in its buckets as Prometheus'
-    ``histogram_quantile`` does."""
-    samples = list(samples)
+def operator_waits(samples: Iterable[Any], since: Iterable[Any] = ()) -> dict[str, dict[str, float]]:
+    """p50/p99 and count of each of :data:`WAITS` (of what was observed after ``since``, an earlier
+    scrape), interpolated in its buckets as Prometheus' ``histogram_quantile`` does."""
+    samples, since = list(samples), list(since)
     out: dict[str, dict[str, float]] = {}
     for what, metric, labels in WAITS:
         buckets: dict[float, float] = collections.defaultdict(float)
-        for s in samples:
-            if s.name == f"{metric}_bucket" and labels.items() <= s.labels.items():
-                buckets[float(s.labels["le"])] += s.value
+        for sign, scrape in ((1, samples), (-1, since)):
+            for s in scrape:
+                if s.name == f"{metric}_bucket" and labels.items() <= s.labels.items():
+                    buckets[float(s.labels["le"])] += sign * s.value
         ordered = sorted(buckets.items())
         if ordered and ordered[-1][1]:
             out[what] = {
@@ -875,7 +876,10 @@ def operator_phase(
                 await asyncio.to_thread(after)
             if args.fairness:
                 result["fairness"] = {}
+                since = await asyncio.to_thread(operator_samples, metrics_port)
                 names = await fairness(w, names, first["seconds"], args, alive, result["fairness"])
+                later = await asyncio.to_thread(operator_samples, metrics_port)
+                result["fairness"]["waits"] = operator_waits(later, since)
             if args.steady:
                 assert op.pid is not None
                 result["steady"] = await steady(w, op.pid, metrics_port, names, args, alive)
@@ -1097,13 +1101,7 @@ def report(figures: Mapping[str, Any]) -> str:
                 + ")"
             )
         if waits := run.get("waits"):
-            out.append(
-                "  operator's waits      "
-                + ", ".join(
-                    f"{what} p50 {w['p50']:.3f}s p99 {w['p99']:.3f}s ({w['count']:.0f})"
-                    for what, w in waits.items()
-                )
-            )
+            out.append(f"  operator's waits      {fmt_waits(waits)}")
         if "control_plane_cpu" in run:
             out.append(f"  CPU used in phase     {fmt_cpu(run['control_plane_cpu'])} (+ operator above)")
         if "requests" in run:
@@ -1138,7 +1136,15 @@ def fairness_lines(f: Mapping[str, Any] | None, plain: Mapping[str, Any] | None)
         out.append(f"    {unfinished(f)}")
     if "finished_lag" in f:
         out.append(f"    {fmt_lag('running jobs: Master Succeeded → job Succeeded', f['finished_lag'])}")
+    if waits := f.get("waits"):
+        out.append(f"    operator's waits meanwhile: {fmt_waits(waits)}")
     return out
+
+
+def fmt_waits(waits: Mapping[str, Mapping[str, float]]) -> str:
+    return ", ".join(
+        f"{what} p50 {w['p50']:.3f}s p99 {w['p99']:.3f}s ({w['count']:.0f})" for what, w in waits.items()
+    )
 
 
 def steady_lines(st: Mapping[str, Any] | None) -> list[str]:

@@ -34,6 +34,9 @@ def test_the_jobs_benchmark_short_mode_runs_every_phase() -> None:
     (op,) = figures["operator_runs"]
     assert op["latency"]["count"] == op["status_lag"]["count"] == JOBS
     assert op["fairness"]["status_lag"]["count"] == op["fairness"]["finished_lag"]["count"] == JOBS
+    # The fairness phase's own waits: the new jobs' first passes and the finishing jobs' changes.
+    assert op["fairness"]["waits"]["first passes"]["count"] == JOBS
+    assert op["fairness"]["waits"]["queue wait: changes"]["count"] >= JOBS
     assert op["steady"]["change_from_patch"]["count"] == op["steady"]["change_from_pod"]["count"] == 2
     assert op["steady"]["cpu_percent"] >= 0
     # Measured only once the watches went quiet; what still changed is counted, not hidden.

@@ -53,3 +53,27 @@ def test_the_waits_are_read_per_verb_from_the_exposition(bench: types.ModuleType
     assert waits["PATCH"]["p50"] == pytest.approx(0.1)
     assert waits["PATCH"]["p99"] == pytest.approx(0.1 + 0.9 * (3.96 - 2) / 2)
     assert waits["POST"]["p99"] == 1.0
+
+
+def test_the_waits_of_a_later_phase_are_what_was_observed_since_an_earlier_scrape(
+    bench: types.ModuleType,
+) -> None:
+    registry = CollectorRegistry()
+    latency = Histogram(
+        "rest_client_request_duration_seconds", "", ["verb"], buckets=(0.1, 1.0), registry=registry
+    )
+
+    def scrape() -> list[object]:
+        text = generate_latest(registry).decode()
+        return [s for f in text_string_to_metric_families(text) for s in f.samples]
+
+    for _ in range(100):
+        latency.labels("PATCH").observe(0.05)  # the first phase: fast
+    since = scrape()
+    for _ in range(10):
+        latency.labels("PATCH").observe(0.5)  # the later one: slow
+
+    waits = bench.operator_waits(scrape(), since)
+
+    assert waits["PATCH"]["count"] == 10
+    assert waits["PATCH"]["p50"] > 0.1
