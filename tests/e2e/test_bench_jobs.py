@@ -10,19 +10,21 @@ The one number it holds the operator to is a count: writes per job on the normal
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import pathlib
 import subprocess
 import sys
 
-BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench" / "jobs_bench.py"
+from testkit import bench
+
 JOBS, REPLICAS = 12, 2  # what --smoke runs
 
 
 def test_the_jobs_benchmark_short_mode_runs_every_phase() -> None:
     run = subprocess.run(
-        [sys.executable, "-P", str(BENCH), "--smoke", "--json"], capture_output=True, text=True, timeout=600
+        [sys.executable, "-P", str(bench.path("jobs_bench")), "--smoke", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert run.returncode == 0, run.stderr[-4000:]
     figures = json.loads(run.stdout)
@@ -59,9 +61,4 @@ def test_the_jobs_benchmark_short_mode_runs_every_phase() -> None:
 
 
 def _report(figures: dict[str, object]) -> str:
-    spec = importlib.util.spec_from_file_location("jobs_bench", BENCH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return str(module.report(figures))
+    return str(bench.load("jobs_bench").report(figures))

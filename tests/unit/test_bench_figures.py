@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
 import types
 
 import pytest
 from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
-
-BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench" / "jobs_bench.py"
+from testkit import bench as testkit_bench
 
 
 @pytest.fixture(scope="module")
 def bench() -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location("jobs_bench", BENCH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return testkit_bench.load("jobs_bench")
 
 
 def test_a_quantile_is_interpolated_inside_its_bucket(bench: types.ModuleType) -> None:
