@@ -241,27 +241,29 @@ class _Follower:
 
     async def _watch_job(self) -> None:
         params = {"fieldSelector": f"metadata.name={self.job.metadata.name}"}
-        async for kind, obj in watch.changes(
-            self.c, connection.TRAININGJOBS, self.job.metadata.namespace, params
-        ):
-            if kind == "DELETED" or obj["metadata"].get("uid") != self.job.metadata.uid:
-                break
-            state = jobs.decode(obj).status.state
-            if state in (v1beta1.JobState.SUCCEEDED, v1beta1.JobState.FAILED):
-                break
+        changes = watch.changes(self.c, connection.TRAININGJOBS, self.job.metadata.namespace, params)
+        async with contextlib.aclosing(changes):
+            async for kind, obj in changes:
+                if kind == "DELETED" or obj["metadata"].get("uid") != self.job.metadata.uid:
+                    break
+                state = jobs.decode(obj).status.state
+                if state in (v1beta1.JobState.SUCCEEDED, v1beta1.JobState.FAILED):
+                    break
         self.finished.set()
 
     async def _watch_pods(self) -> None:
         params = {"labelSelector": f"{naming.JOB_NAME}={self.job.metadata.name}"}
-        async for kind, obj in watch.changes(self.c, connection.PODS, self.job.metadata.namespace, params):
-            if not pods.owned(obj, self.job) or not self.selection.wants(observed.Pod.of(obj)):
-                continue
-            uid = obj["metadata"]["uid"]
-            async with self.changed:
-                self.pods[uid] = {**obj, "_deleted": kind == "DELETED"}
-                self.changed.notify_all()
-            if uid not in self.tasks and kind != "DELETED":
-                self.tasks[uid] = self._task(self._follow(uid))
+        changes = watch.changes(self.c, connection.PODS, self.job.metadata.namespace, params)
+        async with contextlib.aclosing(changes):
+            async for kind, obj in changes:
+                if not pods.owned(obj, self.job) or not self.selection.wants(observed.Pod.of(obj)):
+                    continue
+                uid = obj["metadata"]["uid"]
+                async with self.changed:
+                    self.pods[uid] = {**obj, "_deleted": kind == "DELETED"}
+                    self.changed.notify_all()
+                if uid not in self.tasks and kind != "DELETED":
+                    self.tasks[uid] = self._task(self._follow(uid))
 
     async def _follow(self, uid: str) -> None:
         """Every container instance of one pod, in turn, until the pod is done."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from typing import Any, TypeVar
@@ -57,9 +58,22 @@ class Loop:
     def close(self) -> None:
         if self._loop.is_closed():
             return
+        # As asyncio.run ends a loop: what is still pending is cancelled and let finish, and
+        # async generators left open are closed, before the loop stops. Otherwise a task the
+        # collector finds later is "destroyed but pending", a warning on the user's terminal.
+        with contextlib.suppress(concurrent.futures.TimeoutError):
+            asyncio.run_coroutine_threadsafe(_finish_pending(), self._loop).result(timeout=10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
         self._loop.close()
+
+
+async def _finish_pending() -> None:
+    pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+    await asyncio.get_running_loop().shutdown_asyncgens()
 
 
 async def _next(agen: AsyncIterator[T]) -> T:

@@ -16,6 +16,7 @@ be:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from kubetrain.api import v1beta1
 from kubetrain.client import connection, errors, jobs, watch
@@ -50,12 +51,13 @@ async def wait(
     async def watched() -> Job:
         nonlocal last
         params = {"fieldSelector": f"metadata.name={name}"}
-        async for kind, obj in watch.changes(c, connection.TRAININGJOBS, ns, params):
-            if kind == "DELETED":
-                raise errors.NotFound("TrainingJob", name, ns)
-            last = jobs.decode(obj)
-            if outcome(last, until):
-                return last
+        async with contextlib.aclosing(watch.changes(c, connection.TRAININGJOBS, ns, params)) as changes:
+            async for kind, obj in changes:
+                if kind == "DELETED":
+                    raise errors.NotFound("TrainingJob", name, ns)
+                last = jobs.decode(obj)
+                if outcome(last, until):
+                    return last
         raise AssertionError("changes() never ends")
 
     if outcome(last, until):

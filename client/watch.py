@@ -10,7 +10,7 @@ follows a job for hours never sees that seam, only — at worst — an object tw
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 from kubetrain.client import connection
@@ -23,7 +23,7 @@ WATCH_SECONDS = 60
 
 async def changes(
     c: connection.Connection, kind: connection.Kind, namespace: str | None, params: Mapping[str, str]
-) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+) -> AsyncGenerator[tuple[str, dict[str, Any]], None]:
     while True:
         listed = await c.request("GET", kind, namespace, params=params)
         for item in listed["items"]:

@@ -98,9 +98,18 @@ def test_wait_returns_the_job_when_it_succeeds_with_its_pods_and_events(
     assert done.status.state is v1beta1.JobState.SUCCEEDED
     # "Running" is met by a job that ran and is done: a script waiting for it does not hang.
     assert kt.wait(name, "Running", timeout=5).status.state is v1beta1.JobState.SUCCEEDED
-    reasons = {(e.object, e.reason) for e in kt.events(name)}
+
+    # The outcome's Event is sent once the status that says it is stored: it may come a moment
+    # after the wait returns.
+    def seen() -> set[tuple[str, str]]:
+        return {(e.object, e.reason) for e in kt.events(name)}
+
+    def with_the_jobs_event() -> set[tuple[str, str]] | None:
+        reasons = seen()
+        return reasons if any(o == f"TrainingJob/{name}" for o, _ in reasons) else None
+
+    reasons = eventually("the job's outcome Event", with_the_jobs_event, timeout=10, evidence=seen)
     assert (f"TrainingJob/{name}", "Succeeded") in reasons or any(o.startswith("Pod/") for o, _ in reasons)
-    assert any(o == f"TrainingJob/{name}" for o, _ in reasons), reasons
     with pytest.raises(client.JobFinished, match="succeeded; it will never be Failed"):
         kt.wait(name, "Failed", timeout=5)
 

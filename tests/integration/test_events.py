@@ -26,12 +26,12 @@ async def stored_job(api: client.Client, name: str, namespace: str) -> dict[str,
 
 
 async def scenario(c: devcluster.Cluster, namespace: str) -> None:
-    api = await client.Client.connect(str(c.kubeconfig))
-    job = await stored_job(api, "ev", namespace)
-    recorder = events.Recorder(api)
-    for _ in range(3):
-        await recorder.event(job, "Warning", "BackoffLimitExceeded", "user code failed 4 times")
-    await recorder.event(job, "Normal", "Created", "created 1 pod")
+    async with await client.Client.connect(str(c.kubeconfig)) as api:
+        job = await stored_job(api, "ev", namespace)
+        recorder = events.Recorder(api)
+        for _ in range(3):
+            await recorder.event(job, "Warning", "BackoffLimitExceeded", "user code failed 4 times")
+        await recorder.event(job, "Normal", "Created", "created 1 pod")
 
 
 def test_repeats_are_aggregated(cluster: devcluster.Cluster, namespace: str) -> None:
@@ -51,17 +51,17 @@ def test_repeats_are_aggregated(cluster: devcluster.Cluster, namespace: str) -> 
 
 
 async def record_in_terminating(c: devcluster.Cluster, namespace: str) -> None:
-    api = await client.Client.connect(str(c.kubeconfig))
-    job = await stored_job(api, "gone", namespace)
-    # A finalizer keeps the namespace Terminating for as long as the test needs it.
-    held = {"metadata": {"name": "held", "finalizers": ["kubetrain.dev/test"]}}
-    await api.create(client.CONFIGMAPS, held, namespace)
-    c.kubectl("delete", "namespace", namespace, "--wait=false")
-    try:
-        await events.Recorder(api).event(job, "Warning", "PodFailed", "worker-0 exited 1")
-        await events.Recorder(api).event(job, "Warning", "PodFailed", "worker-0 exited 1")
-    finally:
-        await api.merge_patch(client.CONFIGMAPS, "held", {"metadata": {"finalizers": None}}, namespace)
+    async with await client.Client.connect(str(c.kubeconfig)) as api:
+        job = await stored_job(api, "gone", namespace)
+        # A finalizer keeps the namespace Terminating for as long as the test needs it.
+        held = {"metadata": {"name": "held", "finalizers": ["kubetrain.dev/test"]}}
+        await api.create(client.CONFIGMAPS, held, namespace)
+        c.kubectl("delete", "namespace", namespace, "--wait=false")
+        try:
+            await events.Recorder(api).event(job, "Warning", "PodFailed", "worker-0 exited 1")
+            await events.Recorder(api).event(job, "Warning", "PodFailed", "worker-0 exited 1")
+        finally:
+            await api.merge_patch(client.CONFIGMAPS, "held", {"metadata": {"finalizers": None}}, namespace)
 
 
 def test_an_event_in_a_namespace_being_deleted_is_dropped_without_a_warning(
