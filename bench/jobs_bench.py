@@ -984,16 +984,17 @@ async def steady(
         await asyncio.sleep(1)
     waited = time.perf_counter() - waited
     log(f"  quiet after {waited:.0f}s; {args.steady:.0f}s with nothing changing")
-    changes, reconciles = (
-        w.pods.changes + w.jobs.changes,
-        sum(operator_reconciles(operator_samples(metrics_port)).values()),
-    )
+
+    def reconciles_so_far() -> float:
+        return sum(operator_reconciles(operator_samples(metrics_port)).values())
+
+    changes, reconciles = w.pods.changes + w.jobs.changes, reconciles_so_far()
     cpu, t = proc_figures(pid)["cpu_seconds"], time.perf_counter()
     await asyncio.sleep(args.steady)
     alive()
     cpu_percent = 100 * (proc_figures(pid)["cpu_seconds"] - cpu) / (time.perf_counter() - t)
     changes = w.pods.changes + w.jobs.changes - changes
-    reconciles = sum(operator_reconciles(operator_samples(metrics_port)).values()) - reconciles
+    reconciles = reconciles_so_far() - reconciles
     from_patch, from_pod = [], []
     for job in running[: args.changes]:  # one at a time: a single change in a quiet cluster
         master = naming.replica_name(job, "Master", 0)

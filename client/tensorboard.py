@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import time
 from collections.abc import AsyncIterator
 
@@ -19,9 +20,10 @@ import kr8s.asyncio.portforward
 from kubetrain.client import connection, errors, jobs
 from kubetrain.operator import naming
 
-__all__ = ["PORT", "forward"]
+__all__ = ["PORT", "forward", "listening"]
 
 PORT = 6006
+BIND_ATTEMPTS = 5
 
 
 @contextlib.asynccontextmanager
@@ -36,12 +38,37 @@ async def forward(
         )
     pod = await _running_pod(c, name, ns, timeout)
     obj = await kr8s.asyncio.objects.Pod.get(pod, namespace=ns, api=c.kr8s)
-    pf = kr8s.asyncio.portforward.PortForward(obj, PORT, local_port=local_port or "auto")
-    port = await pf.start()
-    try:
+    async with listening(obj, local_port) as port:
         yield f"http://127.0.0.1:{port}"
-    finally:
-        await pf.stop()
+
+
+@contextlib.asynccontextmanager
+async def listening(pod: kr8s.asyncio.objects.Pod, local_port: int) -> AsyncIterator[int]:
+    """A forward to ``pod``'s TensorBoard listening on 127.0.0.1 at ``local_port``, or at a free
+    port when it is 0; the port.
+
+    Not kr8s's ``start()``: it hands back the port even when binding it failed, and the caller
+    then waits on a port where nothing (or something else) answers. Nor its choice of port: a
+    random one, which an outgoing connection on this host may hold. The system names a free
+    port instead, and if another process takes it before the bind, the next one is tried.
+    """
+    async with contextlib.AsyncExitStack() as stack:
+        for attempt in range(1, BIND_ATTEMPTS + 1):
+            port = local_port or _free_port()
+            forward = kr8s.asyncio.portforward.PortForward(pod, PORT, local_port=port)
+            try:
+                await stack.enter_async_context(forward)
+                break
+            except OSError as e:
+                if local_port or attempt == BIND_ATTEMPTS:
+                    raise errors.Error(f"cannot listen on 127.0.0.1:{port} for TensorBoard: {e}") from e
+        yield port
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 async def _running_pod(c: connection.Connection, job: str, ns: str, timeout: float) -> str:
