@@ -350,8 +350,12 @@ def start_operator(
 
 def operator_samples(metrics_port: int) -> list[Any]:
     with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as r:
-        text = r.read().decode()
-    return [s for family in text_string_to_metric_families(text) for s in family.samples]
+        return samples_of(r.read().decode())
+
+
+def samples_of(exposition: str) -> list[Any]:
+    """Every sample of a Prometheus text exposition."""
+    return [s for family in text_string_to_metric_families(exposition) for s in family.samples]
 
 
 def operator_reconciles(samples: Iterable[Any]) -> dict[str, float]:

@@ -7,7 +7,6 @@ import types
 import pytest
 from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.exposition import generate_latest
-from prometheus_client.parser import text_string_to_metric_families
 from testkit import bench as testkit_bench
 
 
@@ -27,18 +26,27 @@ def test_a_quantile_past_the_largest_bound_is_that_bound(bench: types.ModuleType
     assert bench.histogram_quantile(0.99, [(1.0, 10.0), (float("inf"), 20.0)]) == 1.0
 
 
-def test_the_waits_are_read_per_verb_from_the_exposition(bench: types.ModuleType) -> None:
-    registry = CollectorRegistry()
-    latency = Histogram(
-        "rest_client_request_duration_seconds", "", ["verb"], buckets=(0.1, 1.0), registry=registry
-    )
-    for seconds in (0.05, 0.05, 0.5, 0.5):
-        latency.labels("PATCH").observe(seconds)
-    latency.labels("POST").observe(5.0)
-    text = generate_latest(registry).decode()
-    samples = [s for f in text_string_to_metric_families(text) for s in f.samples]
+class Operator:
+    """The operator's request-latency histogram, in a registry of its own, and its scrapes."""
 
-    waits = bench.operator_waits(samples)
+    def __init__(self, bench: types.ModuleType) -> None:
+        self.bench = bench
+        self.registry = CollectorRegistry()
+        self.latency = Histogram(
+            "rest_client_request_duration_seconds", "", ["verb"], buckets=(0.1, 1.0), registry=self.registry
+        )
+
+    def scrape(self) -> list[object]:
+        return list(self.bench.samples_of(generate_latest(self.registry).decode()))
+
+
+def test_the_waits_are_read_per_verb_from_the_exposition(bench: types.ModuleType) -> None:
+    op = Operator(bench)
+    for seconds in (0.05, 0.05, 0.5, 0.5):
+        op.latency.labels("PATCH").observe(seconds)
+    op.latency.labels("POST").observe(5.0)
+
+    waits = bench.operator_waits(op.scrape())
 
     assert set(waits) == {"PATCH", "POST"}  # no queue or reconcile histogram in this exposition
     assert waits["PATCH"]["count"] == 4
@@ -50,22 +58,14 @@ def test_the_waits_are_read_per_verb_from_the_exposition(bench: types.ModuleType
 def test_the_waits_of_a_later_phase_are_what_was_observed_since_an_earlier_scrape(
     bench: types.ModuleType,
 ) -> None:
-    registry = CollectorRegistry()
-    latency = Histogram(
-        "rest_client_request_duration_seconds", "", ["verb"], buckets=(0.1, 1.0), registry=registry
-    )
-
-    def scrape() -> list[object]:
-        text = generate_latest(registry).decode()
-        return [s for f in text_string_to_metric_families(text) for s in f.samples]
-
+    op = Operator(bench)
     for _ in range(100):
-        latency.labels("PATCH").observe(0.05)  # the first phase: fast
-    since = scrape()
+        op.latency.labels("PATCH").observe(0.05)  # the first phase: fast
+    since = op.scrape()
     for _ in range(10):
-        latency.labels("PATCH").observe(0.5)  # the later one: slow
+        op.latency.labels("PATCH").observe(0.5)  # the later one: slow
 
-    waits = bench.operator_waits(scrape(), since)
+    waits = bench.operator_waits(op.scrape(), since)
 
     assert waits["PATCH"]["count"] == 10
     assert waits["PATCH"]["p50"] > 0.1
