@@ -14,11 +14,12 @@ and pause program; all cached. This package runs them, one module per component:
 - ``images`` — the container images real nodes run, built here by content hash;
 - ``cluster`` — the tiers put together; ``deploy`` — ``config/default`` applied to one;
   ``dev`` — ``kubetrain dev``; ``process`` and ``binaries`` — children that never outlive
-  their parent, a supervisor that restarts them, and where the binaries are.
+  their parent, a supervisor that restarts them, and where the binaries are; ``workdir`` —
+  a cluster's directory, and the removal of those a killed process left behind.
 
 It lives outside ``kubetrain.operator``: the operator never imports it.
 """
 
-from kubetrain.devcluster import binaries, cluster, images, kwok, network, process, realnode
+from kubetrain.devcluster import binaries, cluster, images, kwok, network, process, realnode, workdir
 
-__all__ = ["binaries", "cluster", "images", "kwok", "network", "process", "realnode"]
+__all__ = ["binaries", "cluster", "images", "kwok", "network", "process", "realnode", "workdir"]

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import enum
 import pathlib
-import tempfile
 
 import attrs
 
 from kubetrain.devcluster import binaries as binaries_
 from kubetrain.devcluster import controlplane, images, kwok, network, realnode, services
+from kubetrain.devcluster import workdir as workdir_
 from kubetrain.devcluster.controlplane import KubectlError
 
 __all__ = ["Cluster", "KubectlError", "Tier", "start"]
@@ -70,7 +70,7 @@ def start(
     ``root`` is the repository, for the images real nodes run (default: the working directory).
     """
     owns = workdir is None
-    wd = pathlib.Path(tempfile.mkdtemp(prefix="kubetrain-cp-")) if workdir is None else workdir
+    wd = workdir_.create() if workdir is None else workdir
     wd.mkdir(parents=True, exist_ok=True)
     names = binaries_.NAMES + (binaries_.NODE_NAMES if real_nodes else ())
     cluster = Cluster(

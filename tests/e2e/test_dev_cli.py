@@ -1,4 +1,4 @@
-"""`kubetrain dev up|kubeconfig|down`, as a person runs them from two shells."""
+"""`kubetrain dev up|kubeconfig|down`, as a person runs them from two shells, and killed outright."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import time
 
 from testkit.kube import eventually
 
-from kubetrain.devcluster import binaries, process
+from kubetrain.devcluster import binaries, process, workdir
 
 
 def kubetrain(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -137,8 +137,17 @@ def children_of(pid: int) -> list[int]:
 
 
 def test_a_killed_run_leaves_no_operator_behind(tmp_path: pathlib.Path) -> None:
+    temp = tmp_path / "tmp"
+    temp.mkdir()
     run = dev_process(
-        dev_env(tmp_path), "run", "--real-nodes", "0", "--nodes", "1", "--config", str(ROOT / "config")
+        {**dev_env(tmp_path), "TMPDIR": str(temp)},
+        "run",
+        "--real-nodes",
+        "0",
+        "--nodes",
+        "1",
+        "--config",
+        str(ROOT / "config"),
     )
     assert run.stdout is not None
     for line in run.stdout:
@@ -151,3 +160,7 @@ def test_a_killed_run_leaves_no_operator_behind(tmp_path: pathlib.Path) -> None:
     eventually(
         "every child to exit", lambda: not process.pids_alive(helpers_and_components) or None, timeout=15
     )
+    # No finally ran: the cluster's directory stays, and the next cluster started here removes it.
+    [left] = temp.glob(f"{workdir.PREFIX}*")
+    assert workdir.sweep(temp) == [left]
+    assert not left.exists()

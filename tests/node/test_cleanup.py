@@ -5,7 +5,8 @@ running; the process is then interrupted (Ctrl-C) or killed outright (SIGKILL, s
 its clean-up code runs). Afterwards no process of it is left — containers included — nor
 its veth, its routes, its mounts or its iptables rules (they lived in the node network's
 namespaces, which died with their holder). Ctrl-C also removes its cgroups and working
-directory; after SIGKILL, the next start of a real node sweeps the empty cgroups left behind.
+directory; after SIGKILL, the next start of a real node sweeps the empty cgroups left behind,
+and the next cluster's start the working directory.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import threading
 import pytest
 from testkit.kube import eventually
 
-from kubetrain.devcluster import binaries, dev, process, realnode
+from kubetrain.devcluster import binaries, dev, process, realnode, workdir
 
 KUBECTL_POD = {
     "apiVersion": "v1",
@@ -108,7 +109,7 @@ def test_a_killed_real_node_cluster_leaves_nothing_behind(
         assert f"kt-{slot}" in links()
         kubelet = next(_cmdline(p) for p in inside if "--root-dir=" in _cmdline(p))
         root_dir = pathlib.Path(re.search(r"--root-dir=(\S+)", kubelet).group(1))  # type: ignore[union-attr]
-        workdir = root_dir.parents[2]  # <workdir>/nodes/real-node-0/kubelet
+        wd = root_dir.parents[2]  # <workdir>/nodes/real-node-0/kubelet
         os.kill(up.pid, how)
         try:
             up.wait(timeout=90)
@@ -127,16 +128,19 @@ def test_a_killed_real_node_cluster_leaves_nothing_behind(
     eventually("its veth to be gone", lambda: f"kt-{slot}" not in links(), timeout=60, interval=0.5)
     assert f"10.{100 + slot}.0.0/16" not in routes()
     assert f"10.89.{slot}." not in subprocess.run(["ip", "-o", "addr"], capture_output=True, text=True).stdout
-    assert str(workdir) not in pathlib.Path("/proc/self/mountinfo").read_text()
+    assert str(wd) not in pathlib.Path("/proc/self/mountinfo").read_text()
     cgroups = list(pathlib.Path("/sys/fs/cgroup").glob(f"*/kubetrain/{slot}"))
     if how is signal.SIGINT:
-        assert not workdir.exists()
+        assert not wd.exists()
         assert not cgroups
     else:
-        # Nothing ran its clean-up: the empty cgroups stay until the next real node sweeps them.
+        # Nothing ran its clean-up: the empty cgroups stay until the next real node sweeps them,
+        # and the working directory (gigabytes of unpacked images) until the next cluster does.
         realnode.remove_cgroups(stale_only=True)
         assert not list(pathlib.Path("/sys/fs/cgroup").glob(f"*/kubetrain/{slot}"))
-        subprocess.run(["rm", "-rf", str(workdir)], check=True)
+        assert wd.exists()
+        assert wd in workdir.sweep(wd.parent)
+        assert not wd.exists()
 
 
 def _cmdline(pid: int) -> str:
