@@ -79,6 +79,7 @@ import asyncio
 import base64
 import collections
 import contextlib
+import datetime
 import functools
 import json
 import math
@@ -92,12 +93,14 @@ import tempfile
 import time
 import urllib.request
 import warnings
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
+import attrs
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from kubetrain.api import meta, v1beta1, wire
 from kubetrain.devcluster import cluster as devcluster
 from kubetrain.devcluster import kwok, process
 from kubetrain.operator import main as operator_main
@@ -367,7 +370,7 @@ def operator_reconciles(samples: Iterable[Any]) -> dict[str, float]:
 
 
 # Where a job's pass spends its time, from the operator's own histograms: (figure, metric, label).
-WAITS = (
+WAITS: tuple[tuple[str, str, dict[str, str]], ...] = (
     ("queue wait: changes", "workqueue_queue_duration_seconds", {"priority": "0"}),
     ("first passes", "workqueue_queue_duration_seconds", {"priority": "-100"}),
     ("reconcile", "controller_runtime_reconcile_time_seconds", {}),
@@ -556,9 +559,15 @@ async def wait_all(
     return max(done.values())
 
 
-def pod_body(name: str, image: str = "bench", labels: Mapping[str, str] | None = None) -> Obj:
+def pod_body(
+    name: str, image: str = "bench", labels: Mapping[str, str] | None = None, namespace: str | None = None
+) -> Obj:
     return {
-        "metadata": {"name": name, "labels": dict(labels or {})},
+        "metadata": {
+            "name": name,
+            "labels": dict(labels or {}),
+            **({"namespace": namespace} if namespace else {}),
+        },
         "spec": {"containers": [{"name": "pytorch", "image": image}]},
     }
 
@@ -645,10 +654,12 @@ class Watches:
         concurrency: int,
         *,
         services: Callable[[Obj], Obj | None] | None = None,
+        after: Callable[[Obj], Awaitable[None]] | None = None,
     ) -> dict[str, float]:
         """Create every object, ``concurrency`` at a time; returns when each create was sent.
 
-        With ``services``, the Service it gives for a pod is created first, as the operator does.
+        With ``services``, the Service it gives for a pod is created first, as the operator does;
+        ``after`` is awaited once the object is created, in the same slot.
         """
         sem = asyncio.Semaphore(concurrency)
         sent: dict[str, float] = {}
@@ -664,9 +675,15 @@ class Watches:
                     await self.api.create(client.SERVICES, service, namespace)
                 self.own["POST", resource.group, resource.plural, ""] += 1
                 await self.api.create(resource, body, namespace)
+                if after is not None:
+                    await after(body)
 
         await asyncio.gather(*(one(b) for b in bodies))
         return sent
+
+    async def patch_status(self, job: str, namespace: str, patch: Obj) -> None:
+        self.own["PATCH", client.TRAININGJOBS.group, client.TRAININGJOBS.plural, "status"] += 1
+        await self.api.merge_patch(client.TRAININGJOBS, job, patch, namespace, subresource="status")
 
     async def finish(self, pods: Iterable[str], rate: float) -> None:
         """Make ``pods`` exit 0, ``rate`` a second, through the annotation kwok acts on."""
@@ -770,22 +787,37 @@ def clean(c: devcluster.Cluster, kubeconfig: pathlib.Path, namespaces: list[str]
 # --- phases ----------------------------------------------------------------------------------------
 
 
+PLAIN_KINDS = {
+    "pods": "{n} pods",
+    "services": "{n} pods and their headless Services",
+    "writes": "{jobs} TrainingJobs, their headless Services, {n} pods and two status patches a job",
+}
+
+
 def plain_phase(
     c: devcluster.Cluster,
     kubeconfig: pathlib.Path,
     args: argparse.Namespace,
     result: dict[str, Any],
-    namespace: str = PLAIN_NAMESPACE,
+    namespaces: list[str],
     *,
-    services: bool = False,
+    kind: str = "pods",
 ) -> None:
-    """Fills ``result`` as it goes, so that a timeout still leaves what was measured."""
+    """Fills ``result`` as it goes, so that a timeout still leaves what was measured.
+
+    ``kind`` is what the plain client makes (:data:`PLAIN_KINDS`): bare pods; the same with the
+    Services the operator would make; or every write a job costs with no operator at all — the
+    TrainingJobs (created first, as the operator phase's user does), then per job its Service(s)
+    and pods and, once the last pod is created, the two status patches the operator would write.
+    Job ``j`` goes to ``namespaces[j % len(namespaces)]``, as in the operator phase.
+    """
     n = args.jobs * args.replicas
     per_job = args.host_names == "PerJob"
-    what = ("pods, a Service per job" if per_job else "pods, a Service each") if services else "pods"
-    log(f"plain client: {n} {what} in {namespace}, concurrency {args.concurrency}")
+    what = PLAIN_KINDS[kind].format(n=n, jobs=args.jobs)
+    where = namespaces[0] if len(namespaces) == 1 else f"{len(namespaces)} namespaces ({namespaces[0]}, ...)"
+    log(f"plain client: {what} in {where}, concurrency {args.concurrency}")
     cpu_before = control_plane_cpu(c)
-    result.update({"namespace": namespace, "count": n, "services": services, "host_names": args.host_names})
+    result.update({"namespaces": len(namespaces), "count": n, "kind": kind, "host_names": args.host_names})
 
     async def run() -> None:
         r = args.replicas
@@ -793,18 +825,39 @@ def plain_phase(
             pod_body(
                 f"job-{i // r:05d}-{i % r}",
                 labels={"pod": f"job-{i // r:05d}-{i % r}", "job": f"job-{i // r:05d}"},
+                namespace=namespaces[i // r % len(namespaces)],
             )
             for i in range(n)
         ]
         names = [b["metadata"]["name"] for b in bodies]
-        async with Watches.open(kubeconfig, [namespace], collections.Counter(), jobs=False) as w:
+        own: collections.Counter[RowKey] = collections.Counter()
+        async with Watches.open(kubeconfig, namespaces, own, jobs=False) as w:
             started = time.perf_counter()
-            make = functools.partial(service_body, per_job=per_job) if services else None
-            sent = await w.create(client.PODS, bodies, args.concurrency, services=make)
+            after: Callable[[Obj], Awaitable[None]] | None = None
+            if kind == "writes":
+                jobs = [
+                    job_body(f"job-{j:05d}", r, namespaces[j % len(namespaces)], args.host_names)
+                    for j in range(args.jobs)
+                ]
+                await w.create(client.TRAININGJOBS, jobs, args.concurrency)
+
+                async def patch_when_last(pod: Obj) -> None:
+                    if pod["metadata"]["name"].endswith(f"-{r - 1}"):
+                        job, namespace = pod["metadata"]["labels"]["job"], pod["metadata"]["namespace"]
+                        for patch in status_patches(job, r, datetime.datetime.now(datetime.UTC)):
+                            await w.patch_status(job, namespace, patch)
+
+                after = patch_when_last
+            make = functools.partial(service_body, per_job=per_job) if kind != "pods" else None
+            sent = await w.create(client.PODS, bodies, args.concurrency, services=make, after=after)
             created = time.perf_counter()
             log(f"  created {n} pods in {created - started:.1f}s")
             await wait_all(w.pods, names, "Running", "pods", started, args.timeout, w.check)
             result.update(wave(sent, w.pods.done_at(names, "Running"), started, created))
+            result["writes"] = {
+                "/".join(filter(None, (verb, plural, sub))): count
+                for (verb, _group, plural, sub), count in own.items()
+            }
 
     try:
         asyncio.run(run())
@@ -813,6 +866,48 @@ def plain_phase(
         raise
     finally:
         result["control_plane_cpu"] = cpu_delta(cpu_before, control_plane_cpu(c))
+
+
+def status_patches(job: str, replicas: int, now: datetime.datetime) -> tuple[Obj, Obj]:
+    """The operator's two status writes for a healthy job: its pods made, then all running."""
+
+    def condition(kind: v1beta1.ConditionType, reason: str, message: str) -> meta.Condition:
+        return meta.Condition(
+            type=kind,
+            status=meta.ConditionStatus.TRUE,
+            reason=reason,
+            message=message,
+            last_transition_time=now,
+        )
+
+    counts = {"Master": 1, "Worker": replicas - 1} if replicas > 1 else {"Master": 1}
+    created = v1beta1.TrainingJobStatus(
+        state=v1beta1.JobState.CREATED,
+        conditions=(
+            condition(v1beta1.ConditionType.CREATED, "TrainingJobCreated", f"TrainingJob {job} was created"),
+        ),
+        replica_statuses={
+            t: v1beta1.ReplicaStatus(
+                selector=f"training.kubetrain.dev/job-name={job},training.kubetrain.dev/replica-type={t.lower()}"
+            )
+            for t in counts
+        },
+        start_time=now,
+        observed_generation=1,
+    )
+    running = attrs.evolve(
+        created,
+        state=v1beta1.JobState.RUNNING,
+        conditions=(
+            *created.conditions,
+            condition(v1beta1.ConditionType.RUNNING, "Running", "every replica is running"),
+        ),
+        replica_statuses={
+            t: attrs.evolve(st, active=counts[t], ready=counts[t])
+            for t, st in created.replica_statuses.items()
+        },
+    )
+    return {"status": wire.unstructure(created)}, {"status": wire.unstructure(running)}
 
 
 def cpu_delta(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
@@ -1054,10 +1149,15 @@ def report(figures: Mapping[str, Any]) -> str:
             "plain client, the same objects: {n} pods and their headless Services ({host_names})",
             figures.get("plain_services"),
         ),
+        (
+            "plain client, the same writes, no operator: {jobs} TrainingJobs, their Services ({host_names}) "
+            "and {n} pods, 2 status patches each",
+            figures.get("plain_writes"),
+        ),
     ):
         if not phase:
             continue
-        out += ["", title.format(n=phase["count"], host_names=phase.get("host_names"))]
+        out += ["", title.format(n=phase["count"], jobs=a["jobs"], host_names=phase.get("host_names"))]
         if phase.get("seconds"):
             out.append(
                 f"  all Running after     {phase['seconds']:.1f}s  ({phase['per_second']:.0f} pods/s; "
@@ -1078,9 +1178,9 @@ def report(figures: Mapping[str, Any]) -> str:
             ratio = ""
             if plain and plain.get("seconds"):
                 ratio = f", {run['seconds'] / plain['seconds']:.2f}x the plain client"
-            same = figures.get("plain_services") or {}
-            if same.get("seconds"):
-                ratio += f", {run['seconds'] / same['seconds']:.2f}x the same objects"
+            for key, what in (("plain_services", "the same objects"), ("plain_writes", "the same writes")):
+                if (same := figures.get(key) or {}).get("seconds"):
+                    ratio += f", {run['seconds'] / same['seconds']:.2f}x {what}"
             out.append(
                 f"  all Running after     {run['seconds']:.1f}s  ({run['per_second']:.1f} jobs/s{ratio}; "
                 f"creates took {run['create_seconds']:.1f}s)"
@@ -1220,7 +1320,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--namespaces",
         type=int,
         default=1,
-        help="spread the jobs over this many namespaces (default 1). kube-scheduler's default "
+        help="spread the jobs (and the plain client's pods) over this many namespaces (default 1). kube-scheduler's default "
         "topology spreading looks at every Service of a pod's namespace for each pod it places, so "
         "tens of thousands of per-replica Services in one namespace make the scheduler the floor",
     )
@@ -1303,6 +1403,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "the operator makes): the floor of the per-replica Service contract",
     )
     p.add_argument(
+        "--plain-writes",
+        action="store_true",
+        help="also time a plain client making every write the operator's jobs cost, with no operator: "
+        "the TrainingJobs, their Services and pods, and two status patches each (the floor of any "
+        "operator making these writes)",
+    )
+    p.add_argument(
         "--host-names",
         choices=("PerReplica", "PerJob"),
         default="PerReplica",
@@ -1315,7 +1422,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--json", action="store_true", help="print the figures as JSON instead of the report")
     args = p.parse_args(argv)
     if args.smoke:
-        args.jobs, args.replicas, args.fairness, args.plain_services, args.settle = 12, 2, True, True, 1.0
+        args.jobs, args.replicas, args.fairness, args.settle = 12, 2, True, 1.0
+        args.plain_services = args.plain_writes = True
         args.steady, args.changes, args.quiet = args.steady or 3.0, min(args.changes, 2), min(args.quiet, 2.0)
     if not args.nodes:  # room for both waves of --fairness: the first one's Masters stay, Succeeded
         waves = 2 if args.fairness else 1
@@ -1333,8 +1441,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    # SIGTERM as Ctrl-C: the same clean stop of the operator and the cluster.
+    # SIGTERM as Ctrl-C: the same clean stop of the operator and the cluster. Ctrl-C too when started
+    # as a script's background job, which a shell starts with SIGINT ignored.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     workdir = pathlib.Path(tempfile.mkdtemp(prefix="kubetrain-jobs-bench-"))
     figures: dict[str, Any] = {"args": vars(args)}
     c: devcluster.Cluster | None = None
@@ -1373,16 +1483,21 @@ def main(argv: list[str] | None = None) -> int:
             "operator": user_kubeconfig(c, OPERATOR_USER, workdir / "operator.kubeconfig"),
         }
         if not args.skip_plain:
-            figures["plain"] = {}
-            plain_phase(c, kubeconfigs["bench"], args, figures["plain"])
-            clean(c, kubeconfigs["bench"], [PLAIN_NAMESPACE], args.timeout)
-            if args.plain_services:
-                figures["plain_services"] = {}
-                namespace = f"{PLAIN_NAMESPACE}-services"
-                plain_phase(
-                    c, kubeconfigs["bench"], args, figures["plain_services"], namespace, services=True
+            kinds = [
+                "pods",
+                *(["services"] if args.plain_services else []),
+                *(["writes"] if args.plain_writes else []),
+            ]
+            for kind in kinds:
+                key, base = (
+                    ("plain", PLAIN_NAMESPACE)
+                    if kind == "pods"
+                    else (f"plain_{kind}", f"{PLAIN_NAMESPACE}-{kind}")
                 )
-                clean(c, kubeconfigs["bench"], [namespace], args.timeout)
+                namespaces = spread(base, args.namespaces)
+                figures[key] = {}
+                plain_phase(c, kubeconfigs["bench"], args, figures[key], namespaces, kind=kind)
+                clean(c, kubeconfigs["bench"], namespaces, args.timeout)
         if not args.skip_operator:
             limits = [(args.qps, args.burst, JOBS_NAMESPACE)]
             if args.also_default_limits:

@@ -1,9 +1,8 @@
 """The jobs benchmark's short mode runs every phase to its end, in ``make test``.
 
-``bench/jobs_bench.py --smoke``: a plain client (bare pods, then pods with a Service each), the
-operator with 12 jobs, 12 more arriving
-while those finish, and a steady state with two single changes, on a cluster of its own. The
-test asserts that the run completes and that every figure is there, and prints them; it
+``bench/jobs_bench.py --smoke``: a plain client (bare pods; pods with a Service each; every write
+the jobs cost, with no operator), the operator with 12 jobs, 12 more arriving while those finish,
+and a steady state with two single changes, on a cluster of its own. The test asserts that the run completes and that every figure is there, and prints them; it
 asserts no timing — this machine's load moves those, and the full runs are for measuring.
 The one number it holds the operator to is a count: writes per job on the normal course.
 """
@@ -33,6 +32,11 @@ def test_the_jobs_benchmark_short_mode_runs_every_phase() -> None:
     assert figures["plain"]["count"] == JOBS * REPLICAS
     assert figures["plain"]["latency"]["count"] == JOBS * REPLICAS
     assert figures["plain_services"]["latency"]["count"] == JOBS * REPLICAS
+    # The floor of any operator: every write a job costs, made by the benchmark with none running.
+    assert figures["plain_writes"]["latency"]["count"] == JOBS * REPLICAS
+    job_writes = {"POST/trainingjobs": JOBS, "POST/services": JOBS * REPLICAS, "POST/pods": JOBS * REPLICAS}
+    job_writes["PATCH/trainingjobs/status"] = 2 * JOBS
+    assert {k: figures["plain_writes"]["writes"].get(k) for k in job_writes} == job_writes
     (op,) = figures["operator_runs"]
     assert op["latency"]["count"] == op["status_lag"]["count"] == JOBS
     assert op["fairness"]["status_lag"]["count"] == op["fairness"]["finished_lag"]["count"] == JOBS
