@@ -41,6 +41,13 @@ def dev_process(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
     )
 
 
+def dev_run(env: dict[str, str], *samples: str) -> subprocess.Popen[str]:
+    """`kubetrain dev run` on one kwok node, with the repository's config/ and ``samples``."""
+    return dev_process(
+        env, "run", "--real-nodes", "0", "--nodes", "1", "--config", str(ROOT / "config"), *samples
+    )
+
+
 def dev_env(cache: pathlib.Path) -> dict[str, str]:
     """A private dev-cluster state dir; binaries still come from the real cache."""
     env = {**os.environ, "KUBETRAIN_CACHE": str(cache)}
@@ -88,17 +95,7 @@ def test_up_kubeconfig_down(tmp_path: pathlib.Path) -> None:
 
 def test_run_shows_a_sample_reconciled_by_the_operator(tmp_path: pathlib.Path) -> None:
     env = dev_env(tmp_path)
-    run = dev_process(
-        env,
-        "run",
-        "--real-nodes",
-        "0",
-        "--nodes",
-        "1",
-        "--config",
-        str(ROOT / "config"),
-        str(ROOT / "samples/v1beta1/pytorch-ddp.yaml"),
-    )
+    run = dev_run(env, str(ROOT / "samples/v1beta1/pytorch-ddp.yaml"))
     assert run.stdout is not None
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in run.stdout], daemon=True).start()  # type: ignore[union-attr]
@@ -139,16 +136,7 @@ def children_of(pid: int) -> list[int]:
 def test_a_killed_run_leaves_no_operator_behind(tmp_path: pathlib.Path) -> None:
     temp = tmp_path / "tmp"
     temp.mkdir()
-    run = dev_process(
-        {**dev_env(tmp_path), "TMPDIR": str(temp)},
-        "run",
-        "--real-nodes",
-        "0",
-        "--nodes",
-        "1",
-        "--config",
-        str(ROOT / "config"),
-    )
+    run = dev_run({**dev_env(tmp_path), "TMPDIR": str(temp)})
     assert run.stdout is not None
     for line in run.stdout:
         if "caches synced" in line:
