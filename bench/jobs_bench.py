@@ -1320,8 +1320,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--namespaces",
         type=int,
         default=1,
-        help="spread the jobs (and the plain client's pods) over this many namespaces (default 1). kube-scheduler's default "
-        "topology spreading looks at every Service of a pod's namespace for each pod it places, so "
+        help="spread the jobs (and the plain client's pods) over this many namespaces (default 1). "
+        "kube-scheduler's default topology spreading looks at every Service of a pod's namespace "
+        "for each pod it places, so "
         "tens of thousands of per-replica Services in one namespace make the scheduler the floor",
     )
     own = operator_main.parser().parse_args([])

@@ -53,9 +53,7 @@ def _running_pid() -> int | None:
         pid, started = int(state["pid"]), state.get("started")
     except (FileNotFoundError, ValueError, KeyError, TypeError):
         return None
-    if not process.pids_alive([pid]) or process.started_at(pid) != started:
-        return None
-    return pid
+    return pid if process.runs(pid, started) else None
 
 
 def up(

@@ -187,6 +187,14 @@ def started_at(pid: int) -> int | None:
     return int(stat.rsplit(")", 1)[1].split()[19])
 
 
+def runs(pid: int, started: object) -> bool:
+    """Whether the process ``pid`` that started at ``started`` (:func:`started_at`) still runs.
+
+    A pid alone may since have been given to another process: the start time tells them apart.
+    """
+    return bool(pids_alive([pid])) and started_at(pid) == started
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port on ``host`` that nothing listens on right now."""
     with socket.socket() as s:

@@ -53,5 +53,4 @@ def _owner_gone(wd: pathlib.Path) -> bool:
         pid, started = int(owner["pid"]), owner["started"]
     except (OSError, ValueError, KeyError, TypeError):
         return False
-    # A pid alone may since have been given to another process: the start time tells them apart.
-    return not process.pids_alive([pid]) or process.started_at(pid) != started
+    return not process.runs(pid, started)

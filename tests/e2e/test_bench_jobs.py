@@ -2,8 +2,9 @@
 
 ``bench/jobs_bench.py --smoke``: a plain client (bare pods; pods with a Service each; every write
 the jobs cost, with no operator), the operator with 12 jobs, 12 more arriving while those finish,
-and a steady state with two single changes, on a cluster of its own. The test asserts that the run completes and that every figure is there, and prints them; it
-asserts no timing — this machine's load moves those, and the full runs are for measuring.
+and a steady state with two single changes, on a cluster of its own. The test asserts that the
+run completes and that every figure is there, and prints them; it asserts no timing — this
+machine's load moves those, and the full runs are for measuring.
 The one number it holds the operator to is a count: writes per job on the normal course.
 """
 
