@@ -90,6 +90,10 @@ bench: install control-plane ## runtime benchmark: 10,000 pods + Services + 2,50
 bench-jobs: install control-plane ## jobs benchmark: 500 TrainingJobs to Running vs a plain client, API requests/job
 	$(BIN_PATH) $(BIN)/python bench/jobs_bench.py $(BENCH_ARGS)
 
+.PHONY: bench-writes
+bench-writes: install control-plane ## write costs: kube-apiserver CPU per write of a TrainingJob, its Services and pods, vs bare pods
+	$(BIN_PATH) $(BIN)/python bench/write_cost.py $(BENCH_ARGS)
+
 .PHONY: bench-hostile
 bench-hostile: install control-plane ## hostile input: 10,000 generated documents through the deployed webhooks
 	$(BIN_PATH) $(BIN)/python bench/hostile_bench.py $(BENCH_ARGS)
