@@ -847,19 +847,20 @@ def plain_phase(
 
     async def run() -> None:
         r = args.replicas
+        # Bare pods; the writes phase renders the operator's own from the jobs it stores.
         bodies = [
             pod_body(
                 f"job-{i // r:05d}-{i % r}",
                 labels={"pod": f"job-{i // r:05d}-{i % r}", "job": f"job-{i // r:05d}"},
                 namespace=namespaces[i // r % len(namespaces)],
             )
-            for i in range(n)
+            for i in range(n if kind != "writes" else 0)
         ]
         own: collections.Counter[RowKey] = collections.Counter()
         async with Watches.open(kubeconfig, namespaces, own, jobs=kind == "writes") as w:
             started = time.perf_counter()
             after: Callable[[Obj], Awaitable[None]] | None = None
-            make = functools.partial(service_body, per_job=per_job) if kind != "pods" else None
+            make = functools.partial(service_body, per_job=per_job) if kind == "services" else None
             if kind == "writes":
                 jobs = [
                     job_body(f"job-{j:05d}", r, namespaces[j % len(namespaces)], args.host_names)
