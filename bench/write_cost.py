@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import copy
 import datetime
 import json
 import pathlib
@@ -86,8 +85,7 @@ async def cost(
     c: devcluster.Cluster, what: str, count: int, concurrency: int, write: Callable[[int], Awaitable[Any]]
 ) -> float:
     """Milliseconds of apiserver CPU per write: ``write(0..count-1)``, ``concurrency`` at a time."""
-    pid = next(p.pid for p in c.processes if p.name == "kube-apiserver" and p.pid is not None)
-    before = jobs_bench.proc_figures(pid)["cpu_seconds"]
+    before = jobs_bench.control_plane_cpu(c)["kube-apiserver"]
     sem = asyncio.Semaphore(concurrency)
 
     async def one(i: int) -> None:
@@ -96,7 +94,7 @@ async def cost(
 
     await asyncio.gather(*(one(i) for i in range(count)))
     await asyncio.sleep(1.0)  # the apiserver's cache takes in the last events
-    ms = 1000 * (jobs_bench.proc_figures(pid)["cpu_seconds"] - before) / count
+    ms = 1000 * (jobs_bench.control_plane_cpu(c)["kube-apiserver"] - before) / count
     jobs_bench.log(f"  {what}: {ms:.2f} ms")
     return ms
 
@@ -158,7 +156,7 @@ async def measure(c: devcluster.Cluster, args: argparse.Namespace) -> dict[str, 
                 len(pods),
                 k,
                 lambda i, pod_names=pod_names: api.merge_patch(
-                    client.PODS, pod_names[i], copy.deepcopy(status), ns, subresource="status"
+                    client.PODS, pod_names[i], status, ns, subresource="status"
                 ),
             )
         return ms
