@@ -100,11 +100,11 @@ import attrs
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from kubetrain.api import meta, scheme, v1beta1, wire
+from kubetrain.api import meta, naming, scheme, v1beta1, wire
 from kubetrain.devcluster import cluster as devcluster
 from kubetrain.devcluster import kwok, process
 from kubetrain.operator import main as operator_main
-from kubetrain.operator import naming, pki, render
+from kubetrain.operator import pki, render
 from kubetrain.operator.frameworks import registry as fw_registry
 from kubetrain.operator.runtime import client
 

@@ -37,9 +37,8 @@ def register(sub: Any, _cluster_flags: argparse.ArgumentParser) -> None:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from kubetrain.api import scheme, validation
+    from kubetrain.api import documents, scheme, validation
     from kubetrain.convert import document
-    from kubetrain.operator import documents
 
     try:
         docs = documents.load(args.file)

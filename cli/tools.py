@@ -64,8 +64,7 @@ def _reported(run: Run) -> Run:
 
     @functools.wraps(run)
     def wrapped(args: argparse.Namespace) -> int:
-        from kubetrain.api import validation
-        from kubetrain.operator import documents
+        from kubetrain.api import documents, validation
         from kubetrain.operator.frameworks import registry
         from kubetrain.operator.runtime import client
 
@@ -85,8 +84,8 @@ def _reported(run: Run) -> Run:
 
 @_reported
 def _render(args: argparse.Namespace) -> int:
-    from kubetrain.api import scheme, validation
-    from kubetrain.operator import documents, render, scheduling
+    from kubetrain.api import documents, scheme, validation
+    from kubetrain.operator import render, scheduling
     from kubetrain.operator.frameworks import registry
 
     objects: list[dict[str, Any]] = []

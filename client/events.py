@@ -14,9 +14,8 @@ from typing import Any
 
 import attrs
 
-from kubetrain.api import v1beta1, wire
+from kubetrain.api import naming, v1beta1, wire
 from kubetrain.client import connection
-from kubetrain.operator import naming
 
 __all__ = ["Event", "list_events"]
 

@@ -16,9 +16,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.api import exact, scheme, v1beta1, validation
+from kubetrain.api import documents, exact, naming, scheme, v1beta1, validation
 from kubetrain.client import connection, errors
-from kubetrain.operator import documents, naming
 
 __all__ = ["create", "create_from_file", "decode", "delete", "get", "hub_body", "list_jobs"]
 

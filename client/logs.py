@@ -26,9 +26,8 @@ from typing import Any
 
 import attrs
 
-from kubetrain.api import v1beta1
+from kubetrain.api import naming, observed, v1beta1
 from kubetrain.client import connection, errors, jobs, pods, watch
-from kubetrain.operator import naming, observed
 
 __all__ = ["LogLine", "Selection", "lines"]
 

@@ -12,9 +12,8 @@ from typing import Any
 
 import attrs
 
-from kubetrain.api import v1beta1
+from kubetrain.api import naming, observed, v1beta1
 from kubetrain.client import connection
-from kubetrain.operator import naming, observed
 
 __all__ = ["PodInfo", "list_pods", "owned", "replica_of"]
 

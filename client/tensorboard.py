@@ -17,8 +17,8 @@ from collections.abc import AsyncIterator
 import kr8s.asyncio.objects
 import kr8s.asyncio.portforward
 
+from kubetrain.api import naming
 from kubetrain.client import connection, errors, jobs
-from kubetrain.operator import naming
 
 __all__ = ["PORT", "forward", "listening"]
 

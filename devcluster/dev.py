@@ -25,6 +25,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from kubetrain.api import naming
 from kubetrain.devcluster import binaries, cluster, deploy, images, process
 
 __all__ = ["down", "kubeconfig_path", "state_dir", "up"]
@@ -212,9 +213,7 @@ def _local_operator(c: cluster.Cluster, config_dir: pathlib.Path) -> subprocess.
 
 def _follow_logs(c: cluster.Cluster, followed: set[str]) -> dict[str, subprocess.Popen[bytes]]:
     """``kubectl logs -f --prefix`` for every TrainingJob pod that has started and is not followed yet."""
-    result = c.kubectl(
-        "get", "pods", "-A", "-l", "training.kubetrain.dev/job-name", "-o", "json", check=False
-    )
+    result = c.kubectl("get", "pods", "-A", "-l", naming.JOB_NAME, "-o", "json", check=False)
     if result.returncode != 0:
         return {}
     started = {}

@@ -2,10 +2,9 @@
 
 Modules: ``trainingjob_controller`` (the reconciler: caches in, one status write, creates
 and deletes out), ``lifecycle`` (one pure step of a job's life) built from ``policies``
-(classify, failure, budget, backoff, success, deadline, ttl, cleanup), ``observed`` (a
-pod as the policies see it) and ``conditions``; ``frameworks`` (the registry and its
+(classify, failure, budget, backoff, success, deadline, ttl, cleanup) and ``conditions``; ``frameworks`` (the registry and its
 plugins), ``render`` (the pure function from a job to its ConfigMap, Secret, Services
-and Pods), ``naming`` (names and labels), ``accelerators`` (operator-wide env and volumes
+and Pods; names and labels are :mod:`kubetrain.api.naming`), ``accelerators`` (operator-wide env and volumes
 per device), ``webhooks`` (conversion, admission, self-signed certificates),
 ``migration`` (storage-version migration), ``runtime`` (informers, work queue,
 controllers, leader election, servers, tracing — a compact controller-runtime),

@@ -54,8 +54,8 @@ from collections.abc import Mapping
 
 import attrs
 
-from kubetrain.api import v1beta1
-from kubetrain.operator import conditions, naming, observed, tensorboard
+from kubetrain.api import naming, observed, v1beta1
+from kubetrain.operator import conditions, tensorboard
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.policies import (
     backoff,

@@ -18,7 +18,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from kubetrain.api import validation
+from kubetrain.api import naming, validation
 from kubetrain.operator import accelerators, projection, scheduling, trainingjob_controller, webhooks
 from kubetrain.operator.runtime import cache, client, controller, logs, manager, tracing
 
@@ -26,7 +26,7 @@ __all__ = ["main", "parser"]
 
 log = logging.getLogger("kubetrain.operator")
 
-CHILD_SELECTOR = "training.kubetrain.dev/job-name"
+CHILD_SELECTOR = naming.JOB_NAME  # every child of a job carries it
 
 
 def parser() -> argparse.ArgumentParser:

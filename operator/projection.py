@@ -7,7 +7,7 @@ whole spec the operator rendered itself, every container's image, IDs and start 
 new, small dict holding exactly what its readers use — the projection of
 controller-runtime's cache transforms, written per kind:
 
-- **Pods** keep what :meth:`kubetrain.operator.observed.Pod.of` reads (name, uid, the
+- **Pods** keep what :meth:`kubetrain.api.observed.Pod.of` reads (name, uid, the
   replica labels, creation and deletion times, ``spec.nodeName``, phase and reason, each
   container's name, restart count and the exit code, reason and waiting reason of its
   ``state``/``lastState``, the condition types and statuses with the reason of a
@@ -32,7 +32,7 @@ and the small dicts many pods hold alike — a condition without details, a runn
 container's name and restart count — are stored once and shared. A cached object is read,
 never written (:mod:`.runtime.cache`), so sharing is safe. The projections are pure: they
 build new dicts and never change their argument. A new reader of a cached field must add it here; the
-tests check that :meth:`~kubetrain.operator.observed.Pod.of` and the lifecycle see the
+tests check that :meth:`~kubetrain.api.observed.Pod.of` and the lifecycle see the
 same of a pod and of its projection.
 """
 

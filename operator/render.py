@@ -26,8 +26,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.api import v1beta1, validation
-from kubetrain.operator import naming, scheduling, tensorboard
+from kubetrain.api import naming, v1beta1, validation
+from kubetrain.operator import scheduling, tensorboard
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.scheduling import backend
 

@@ -19,9 +19,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.api import v1beta1, validation
+from kubetrain.api import naming, v1beta1, validation
 from kubetrain.api.v1beta1 import tensorboard_types
-from kubetrain.operator import naming
 
 __all__ = [
     "CONTAINER",

@@ -43,17 +43,8 @@ from typing import Any
 
 import attrs
 
-from kubetrain.api import scheme, v1beta1, validation, wire
-from kubetrain.operator import (
-    accelerators,
-    conditions,
-    lifecycle,
-    naming,
-    observed,
-    render,
-    scheduling,
-    tensorboard,
-)
+from kubetrain.api import naming, observed, scheme, v1beta1, validation, wire
+from kubetrain.operator import accelerators, conditions, lifecycle, render, scheduling, tensorboard
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.frameworks import registry as fw_registry
 from kubetrain.operator.policies import cleanup, pacing, refusal

@@ -16,7 +16,7 @@ from typing import Annotated, Any, ClassVar
 
 import attrs
 
-from kubetrain.api import meta, podtemplate, schema, validation
+from kubetrain.api import meta, naming, podtemplate, schema, validation
 from kubetrain.api.v1beta1 import framework_types, groupversion_info, policy_types, tensorboard_types
 
 DNS1035_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
@@ -467,8 +467,7 @@ NAME_IS_LABEL = schema.Rule(
     message="metadata.name must be a DNS-1035 label: lower case letters, digits and '-', starting with a letter",
 )
 NAMES_TOO_LONG = "metadata.name is too long: every {name}-{type}-{index} must fit in 63 characters"
-# The TensorBoard's Deployment and Service are {name}-tensorboard (kubetrain.operator.naming).
-TENSORBOARD_SUFFIX = "-tensorboard"
+TENSORBOARD_SUFFIX = naming.TENSORBOARD_SUFFIX
 TENSORBOARD_NAME_FITS = schema.Rule(
     cel=f"!has(self.spec.tensorboard) || size(self.metadata.name) <= {MAX_NAME_LENGTH - len(TENSORBOARD_SUFFIX)}",
     message=f"metadata.name is too long for a TensorBoard: {{name}}{TENSORBOARD_SUFFIX} must fit in 63 characters",
@@ -573,13 +572,13 @@ def name_errors(
         )
         return
     for t, count in replicas.items():
-        longest = f"{name}-{t.lower()}-{max(count - 1, 0)}"
+        longest = naming.replica_name(name, t, max(count - 1, 0))
         if len(longest) > MAX_NAME_LENGTH:
             yield validation.FieldError(
                 path=("metadata", "name"),
                 message=f"too long: pod name {longest!r} has {len(longest)} characters, at most {MAX_NAME_LENGTH}",
             )
-    board = name + TENSORBOARD_SUFFIX
+    board = naming.tensorboard_name(name)
     if tensorboard and len(board) > MAX_NAME_LENGTH:
         yield validation.FieldError(
             path=("metadata", "name"),

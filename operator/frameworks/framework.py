@@ -17,8 +17,7 @@ from typing import Any
 
 import attrs
 
-from kubetrain.api import v1beta1, validation
-from kubetrain.operator import naming
+from kubetrain.api import naming, v1beta1, validation
 
 __all__ = [
     "CONFIG_MOUNT",

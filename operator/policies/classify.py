@@ -16,8 +16,7 @@ import datetime
 
 import attrs
 
-from kubetrain.api import v1beta1
-from kubetrain.operator import observed
+from kubetrain.api import observed, v1beta1
 
 __all__ = [
     "DEFAULT_IMAGE_PULL_GRACE",

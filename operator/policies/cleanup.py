@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kubetrain.api import v1beta1
-from kubetrain.operator import naming, observed
+from kubetrain.api import naming, observed, v1beta1
 
 __all__ = ["DEFAULT", "surplus_services", "to_delete"]
 

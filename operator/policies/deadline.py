@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime
 
-from kubetrain.operator import observed
+from kubetrain.api import observed
 
 __all__ = ["DEFAULT_TERMINATION_DEADLINE", "active_until", "force_delete_at"]
 

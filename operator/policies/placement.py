@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from kubetrain.operator import observed
+from kubetrain.api import observed
 
 __all__ = ["Placement", "assess", "give_up_at"]
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from kubetrain.api import naming
 from kubetrain.operator.runtime import client
 from kubetrain.operator.scheduling import gang as gang_
 
@@ -40,7 +41,7 @@ def owned(g: gang_.Gang, resource: client.Resource, owners: list[Object], spec: 
     meta: Object = {
         "name": g.name,
         "namespace": g.namespace,
-        "labels": {"training.kubetrain.dev/job-name": g.job},
+        "labels": {naming.JOB_NAME: g.job},
     }
     if owners:
         meta["ownerReferences"] = owners

@@ -33,8 +33,8 @@ from typing import Any
 
 import attrs
 
-from kubetrain.api import v1beta1, validation
-from kubetrain.operator import accelerators, naming, render, tensorboard
+from kubetrain.api import naming, v1beta1, validation
+from kubetrain.operator import accelerators, render, tensorboard
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.policies import refusal
 from kubetrain.operator.runtime import client

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 from testkit.builders import a_job
 
-from kubetrain.api import scheme
+from kubetrain.api import naming, scheme
 from kubetrain.devcluster import cluster as devcluster
 from kubetrain.operator.runtime import client, controller, manager, reconcile
 
@@ -65,7 +65,7 @@ async def scenario(c: devcluster.Cluster, namespace: str) -> None:
     )
     rec = Recording(api)
     jobs = mgr.informer(client.TRAININGJOBS)
-    configmaps = mgr.informer(client.CONFIGMAPS, label_selector="training.kubetrain.dev/job-name")
+    configmaps = mgr.informer(client.CONFIGMAPS, label_selector=naming.JOB_NAME)
     mgr.add(
         controller.Controller(
             "trainingjob", rec, jobs, [controller.OwnedKind(configmaps, "TrainingJob")], workers=2
@@ -101,7 +101,7 @@ async def scenario(c: devcluster.Cluster, namespace: str) -> None:
             {
                 "metadata": {
                     "name": "one-config",
-                    "labels": {"training.kubetrain.dev/job-name": "one"},
+                    "labels": {naming.JOB_NAME: "one"},
                     "ownerReferences": [owner],
                 }
             },

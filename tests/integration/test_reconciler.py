@@ -14,12 +14,12 @@ import yaml
 from testkit import jobs
 from testkit.builders import a_job
 
-from kubetrain.api import scheme, v1beta1
+from kubetrain.api import naming, scheme, v1beta1
 from kubetrain.devcluster import cluster as devcluster
 from kubetrain.operator import trainingjob_controller
 from kubetrain.operator.runtime import cache, client, informer, reconcile
 
-SELECTOR = "training.kubetrain.dev/job-name"
+SELECTOR = naming.JOB_NAME
 SERVICE_ACCOUNTS = client.Resource("", "v1", "serviceaccounts", "ServiceAccount")
 
 

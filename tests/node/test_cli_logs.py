@@ -29,8 +29,8 @@ from testkit import jobs
 from testkit.kube import eventually
 from testkit.pods import IMAGE
 
+from kubetrain.api import naming
 from kubetrain.devcluster import cluster as devcluster
-from kubetrain.operator import naming
 
 pytestmark = pytest.mark.usefixtures("running_operator")
 

@@ -21,8 +21,8 @@ from testkit import jobs
 from testkit.http import answers, get
 from testkit.kube import eventually
 
+from kubetrain.api import naming
 from kubetrain.devcluster import cluster as devcluster
-from kubetrain.operator import naming
 
 pytestmark = pytest.mark.usefixtures("running_operator")
 

@@ -17,8 +17,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from testkit.builders import a_job
 from testkit.world import World
 
-from kubetrain.api import v1beta1
-from kubetrain.operator import conditions, lifecycle, naming, observed
+from kubetrain.api import naming, observed, v1beta1
+from kubetrain.operator import conditions, lifecycle
 from kubetrain.operator.frameworks import pytorch, tensorflow
 from kubetrain.operator.policies import budget, refusal
 

@@ -3,7 +3,7 @@
 Hypothesis draws pods as the apiserver returns them — every state a kubelet, the
 scheduler, an eviction or Kueue leave them in, with the fields the operator never reads
 (``managedFields``, the spec, container IDs and images, probe times, IPs) around what it
-does — and checks that :meth:`~kubetrain.operator.observed.Pod.of`, the owner index and
+does — and checks that :meth:`~kubetrain.api.observed.Pod.of`, the owner index and
 the Kueue path read the same of the projection, and that :func:`lifecycle.step` makes the
 same decision on a job's projected pods as on the pods themselves.
 """
@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from testkit.builders import a_job
 from testkit.world import World
 
-from kubetrain.operator import lifecycle, naming, observed, projection
+from kubetrain.api import naming, observed
+from kubetrain.operator import lifecycle, projection
 from kubetrain.operator.frameworks import pytorch, tensorflow
 from kubetrain.operator.runtime import cache
 from kubetrain.operator.scheduling import kueue

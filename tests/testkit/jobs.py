@@ -8,14 +8,15 @@ from typing import Any
 
 import yaml
 
+from kubetrain.api import naming
 from kubetrain.devcluster import cluster as devcluster
 from kubetrain.devcluster import kwok
 from testkit.kube import eventually
 
 SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "samples" / "v1beta1"
 RESOURCE = "trainingjobs.v1beta1.training.kubetrain.dev"
-JOB = "training.kubetrain.dev/job-name"
-ATTEMPT = "training.kubetrain.dev/restart-attempt"
+JOB = naming.JOB_NAME
+ATTEMPT = naming.ATTEMPT
 
 
 def sample(name: str, restart_policy: str | None = None, **changes: Any) -> dict[str, Any]:

@@ -51,7 +51,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from kubetrain.operator import naming
+from kubetrain.api import naming
 from kubetrain.operator.frameworks import framework as fw_contract
 
 __all__ = [

@@ -16,8 +16,8 @@ import itertools
 
 import attrs
 
-from kubetrain.api import v1beta1
-from kubetrain.operator import lifecycle, naming, observed
+from kubetrain.api import naming, observed, v1beta1
+from kubetrain.operator import lifecycle
 from kubetrain.operator.frameworks import framework as fw_contract
 
 T0 = datetime.datetime(2026, 11, 21, 12, 0, tzinfo=datetime.UTC)

@@ -5,8 +5,7 @@ import datetime
 import attrs
 import pytest
 
-from kubetrain.api import v1beta1
-from kubetrain.operator import observed
+from kubetrain.api import observed, v1beta1
 from kubetrain.operator.policies import classify
 
 NOW = datetime.datetime(2026, 11, 21, 12, 0, tzinfo=datetime.UTC)

@@ -11,9 +11,8 @@ import pytest
 from testkit.builders import a_job
 
 from kubetrain import client
-from kubetrain.api import meta, v1beta1, validation
+from kubetrain.api import meta, naming, observed, v1beta1, validation
 from kubetrain.client import events, jobs, logs, pods, waiting
-from kubetrain.operator import naming, observed
 
 NOW = datetime.datetime(2026, 11, 24, 12, 0, tzinfo=datetime.UTC)
 

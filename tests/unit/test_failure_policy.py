@@ -2,8 +2,7 @@
 
 import pytest
 
-from kubetrain.api import v1beta1
-from kubetrain.operator import observed
+from kubetrain.api import observed, v1beta1
 from kubetrain.operator.policies import classify, failure
 
 A, P = v1beta1.FailureAction, v1beta1.RestartPolicy

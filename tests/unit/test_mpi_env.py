@@ -12,8 +12,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from testkit.builders import JobBuilder, a_job, container, template
 
-from kubetrain.api import scheme, v1beta1, validation
-from kubetrain.operator import lifecycle, naming, render
+from kubetrain.api import naming, scheme, v1beta1, validation
+from kubetrain.operator import lifecycle, render
 from kubetrain.operator.frameworks import framework, mpi
 
 SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "samples" / "v1beta1"

@@ -1,6 +1,6 @@
 """Reading a pod as the apiserver returns it."""
 
-from kubetrain.operator import naming, observed
+from kubetrain.api import naming, observed
 
 POD = {
     "metadata": {

@@ -8,8 +8,7 @@ import attrs
 from testkit.builders import a_job
 from testkit.world import World
 
-from kubetrain.api import v1beta1
-from kubetrain.operator import observed
+from kubetrain.api import observed, v1beta1
 from kubetrain.operator.frameworks import pytorch, tensorflow
 from kubetrain.operator.policies import placement
 

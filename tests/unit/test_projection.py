@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from testkit.builders import a_job
 
-from kubetrain.api import scheme, v1beta1
-from kubetrain.operator import naming, observed, projection
+from kubetrain.api import naming, observed, scheme, v1beta1
+from kubetrain.operator import projection
 from kubetrain.operator.policies import cleanup
 from kubetrain.operator.runtime import cache
 from kubetrain.operator.scheduling import kueue

@@ -7,8 +7,8 @@ import attrs
 import pytest
 from testkit.builders import a_job, container, template
 
-from kubetrain.api import v1beta1, validation
-from kubetrain.operator import naming, render
+from kubetrain.api import naming, v1beta1, validation
+from kubetrain.operator import render
 from kubetrain.operator.frameworks import pytorch, tensorflow
 
 

@@ -8,8 +8,8 @@ import attrs
 import pytest
 from testkit.builders import a_job, container, template
 
-from kubetrain.api import v1beta1
-from kubetrain.operator import naming, render
+from kubetrain.api import naming, v1beta1
+from kubetrain.operator import render
 from kubetrain.operator.frameworks import mpi, pytorch
 from kubetrain.operator.policies import refusal
 from kubetrain.operator.scheduling import backend, coscheduling, gang, kueue, native, registry, volcano

@@ -4,8 +4,7 @@ import datetime
 
 import pytest
 
-from kubetrain.api import v1beta1
-from kubetrain.operator import observed
+from kubetrain.api import observed, v1beta1
 from kubetrain.operator.policies import backoff, cleanup, deadline, success, ttl
 
 T = datetime.datetime(2026, 11, 21, 12, 0, tzinfo=datetime.UTC)

@@ -12,9 +12,9 @@ import pytest
 from testkit.builders import a_job, container, template
 from testkit.world import World
 
-from kubetrain.api import crd, scheme, v1alpha1, v1beta1, validation
+from kubetrain.api import crd, naming, scheme, v1alpha1, v1beta1, validation
 from kubetrain.devcluster import images
-from kubetrain.operator import lifecycle, naming, render, tensorboard
+from kubetrain.operator import lifecycle, render, tensorboard
 from kubetrain.operator.frameworks import pytorch, registry
 from kubetrain.operator.webhooks import admission, dryrun
 

@@ -17,8 +17,7 @@ from typing import Any
 
 import attrs
 
-from kubetrain.api import wire
-from kubetrain.operator import naming
+from kubetrain.api import naming, wire
 
 __all__ = ["IMAGE_PULL_REASONS", "Pod"]
 

@@ -21,6 +21,7 @@ __all__ = [
     "REPLICA_INDEX",
     "REPLICA_TYPE",
     "TENSORBOARD_ROLE",
+    "TENSORBOARD_SUFFIX",
     "config_map_name",
     "host",
     "labels",
@@ -49,9 +50,12 @@ def replica_name(job: str, replica_type: str, index: int) -> str:
     return f"{job}-{replica_type.lower()}-{index}"
 
 
+TENSORBOARD_SUFFIX = "-tensorboard"
+
+
 def tensorboard_name(job: str) -> str:
     """The job's TensorBoard Deployment and Service."""
-    return f"{job}-tensorboard"
+    return job + TENSORBOARD_SUFFIX
 
 
 def tensorboard_labels(job: str) -> dict[str, str]:
