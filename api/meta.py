@@ -3,17 +3,32 @@
 Kubernetes timestamps have one-second precision and are always UTC on the wire, so the
 types normalise every timestamp they hold (:func:`utc`) — two values that print the
 same compare equal, which is what makes round trips exact.
+
+Whose an object is goes by its controller's uid, read from the wire form as the operator's
+caches and the client's listings hold it: :func:`controller_of` finds the owner reference
+marked ``controller`` (the apiserver allows one at most), :func:`controlled_by` says whether
+it names a given uid. A job deleted and made again under its name does not take its
+predecessor's pods, still stopping under the same names and labels, for its own.
 """
 
 import datetime
 import enum
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 import attrs
 
 from kubetrain.api import schema
 
-__all__ = ["Condition", "ConditionStatus", "ObjectMeta", "utc", "utc_or_none"]
+__all__ = [
+    "Condition",
+    "ConditionStatus",
+    "ObjectMeta",
+    "controlled_by",
+    "controller_of",
+    "utc",
+    "utc_or_none",
+]
 
 
 def utc(value: datetime.datetime) -> datetime.datetime:
@@ -78,3 +93,14 @@ class Condition:
 
     def is_true(self) -> bool:
         return self.status is ConditionStatus.TRUE
+
+
+def controller_of(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The owner reference of ``obj``'s controller (the apiserver allows one at most), if any."""
+    return next((r for r in obj["metadata"].get("ownerReferences") or () if r.get("controller")), None)
+
+
+def controlled_by(obj: Mapping[str, Any], uid: str | None) -> bool:
+    """Whether ``obj``'s controller is the object with ``uid``."""
+    ref = controller_of(obj)
+    return ref is not None and ref.get("uid") == uid

@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.api import documents, exact, naming, scheme, v1beta1, validation
+from kubetrain.api import documents, exact, meta, naming, scheme, v1beta1, validation
 from kubetrain.client import connection, errors
 
 __all__ = ["create", "create_from_file", "decode", "delete", "get", "hub_body", "list_jobs"]
@@ -46,8 +46,8 @@ def decode(stored: Any) -> Job:
         with exact.types_only():
             return scheme.to_hub(scheme.decode(stored))
     except validation.ValidationError as e:
-        meta = (stored.get("metadata") or {}) if isinstance(stored, Mapping) else {}
-        where = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+        found = (stored.get("metadata") or {}) if isinstance(stored, Mapping) else {}
+        where = f"{found.get('namespace') or ''}/{found.get('name') or ''}"
         raise errors.InvalidInput(f"TrainingJob {where} as stored cannot be read: {e}") from None
 
 
@@ -131,7 +131,6 @@ async def delete(
 
 def _owned_by(pod: Mapping[str, Any], job: Job) -> bool:
     """A replica of ``job``, or its TensorBoard (owned through a Deployment's ReplicaSet)."""
-    meta = pod["metadata"]
-    if (meta.get("labels") or {}).get(naming.JOB_ROLE) == "tensorboard":
+    if (pod["metadata"].get("labels") or {}).get(naming.JOB_ROLE) == "tensorboard":
         return True
-    return any(r.get("uid") == job.metadata.uid for r in meta.get("ownerReferences") or [])
+    return meta.controlled_by(pod, job.metadata.uid)

@@ -1,7 +1,8 @@
 """The pods of a job, as a person reads them: which replica, which attempt, how it is doing.
 
-Pods are found by the job-name label and kept only when the job owns them (a new job of
-the same name does not lend the old one its pods). The replica type is spelled as the
+Pods are found by the job-name label and kept only when the job controls them, by their
+controller's uid as the operator judges it (:func:`kubetrain.api.meta.controlled_by`): a new
+job of the same name does not lend the old one its pods. The replica type is spelled as the
 job's spec spells it (``Worker``), since labels hold it in lower case.
 """
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from kubetrain.api import naming, observed, v1beta1
+from kubetrain.api import meta, naming, observed, v1beta1
 from kubetrain.client import connection
 
 __all__ = ["PodInfo", "list_pods", "owned", "replica_of"]
@@ -38,8 +39,8 @@ def replica_of(pod: observed.Pod) -> str:
 
 
 def owned(obj: Mapping[str, Any], job: v1beta1.TrainingJob) -> bool:
-    refs = obj["metadata"].get("ownerReferences") or []
-    return any(r.get("uid") == job.metadata.uid for r in refs)
+    """Whether ``job`` is the pod's controller."""
+    return meta.controlled_by(obj, job.metadata.uid)
 
 
 async def list_pods(c: connection.Connection, job: v1beta1.TrainingJob) -> list[dict[str, Any]]:

@@ -4,6 +4,8 @@ Objects are keyed ``namespace/name`` (or ``name`` when cluster-scoped). Indexers
 object to the values it is filed under — :func:`by_owner` files pods, services and
 config maps under the TrainingJob that controls them — so the reconciler finds a job's
 children without listing anything. Reads return the stored dicts; treat them as frozen.
+:func:`controller_of` is :func:`kubetrain.api.meta.controller_of`, re-exported: the client
+reads whose a pod is the same way.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+from kubetrain.api.meta import controller_of
 
 __all__ = ["Expectations", "Indexer", "Store", "Tombstones", "by_owner", "controller_of", "key_of"]
 
@@ -22,11 +26,6 @@ def key_of(obj: Mapping[str, Any]) -> str:
     meta = obj["metadata"]
     namespace = meta.get("namespace")
     return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
-
-
-def controller_of(obj: Obj) -> Obj | None:
-    """The owner reference of ``obj``'s controller (the apiserver allows one at most), if any."""
-    return next((r for r in obj["metadata"].get("ownerReferences") or () if r.get("controller")), None)
 
 
 def by_owner(kind: str = "TrainingJob") -> Indexer:
