@@ -1,8 +1,9 @@
 """``kubetrain submit``, ``get``, ``list`` and ``delete``: jobs in and out of the cluster.
 
 ``submit FILE`` (``-`` for standard input) creates every TrainingJob of the file, checked
-first with the same rules as admission, so a mistake is named by ``file:line`` before
-anything is sent. ``--wait`` then waits for each job's outcome, ``--follow`` prints its
+first with the same rules as admission (the API's, then its framework's, where this
+installation knows the framework), so a mistake is named by ``file:line`` before anything is
+sent. ``--wait`` then waits for each job's outcome, ``--follow`` prints its
 logs while it runs and its outcome when it ends; either exits as ``wait`` does (0, 1 failed,
 2 timed out).
 
@@ -65,7 +66,8 @@ def register(sub: Any, cluster_flags: argparse.ArgumentParser) -> None:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    bodies = client_jobs.read_file(args.file)  # a bad file is said as such, cluster or not
+    # A bad file is said as such, cluster or not.
+    bodies = client_jobs.read_file(args.file, check=_admissible)
     with cluster.connect(args) as c:
         created = [c.create(body, namespace=args.namespace) for body in bodies]
         for job in created:
@@ -88,6 +90,19 @@ def _submit(args: argparse.Namespace) -> int:
         code = 1 if any(p.code == 1 for p in problems) else 2
         raise errors.CommandError("\n".join(str(p) for p in problems), code=code, hint=problems[0].hint)
     return 0
+
+
+def _admissible(data: Any) -> None:
+    """Admission's checks of a job's framework (:func:`kubetrain.operator.intake.decode`), for the
+    frameworks this installation knows: one it does not know — a plugin installed with the
+    operator alone — is left to the cluster to judge."""
+    from kubetrain.operator import intake
+
+    try:
+        intake.decode(data)
+    except intake.Unrunnable as e:
+        if e.framework is not None:
+            raise
 
 
 def _get(args: argparse.Namespace) -> int:

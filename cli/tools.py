@@ -84,21 +84,18 @@ def _reported(run: Run) -> Run:
 
 @_reported
 def _render(args: argparse.Namespace) -> int:
-    from kubetrain.api import documents, scheme, validation
-    from kubetrain.operator import render, scheduling
-    from kubetrain.operator.frameworks import registry
+    from kubetrain.api import documents, validation
+    from kubetrain.operator import intake, render, scheduling
 
     objects: list[dict[str, Any]] = []
     scheduler = scheduling.registry.get(args.gang_scheduler)
     for doc in documents.load(args.file):
         _refuse_old_kind(doc, args.file)
         try:
-            job = scheme.to_hub(scheme.decode(doc.data))
-            objects.extend(render.render(job, registry.default().get(job.spec.framework.name), scheduler))
+            decoded = intake.decode(doc.data)
+            objects.extend(render.render(decoded.job, decoded.framework, scheduler))
         except validation.ValidationError as e:
             raise doc.explain(e) from None
-        except registry.UnknownFrameworkError as e:
-            raise doc.explain(validation.ValidationError.at(("spec", "framework", "name"), str(e))) from None
     _dump(objects, sys.stdout)
     return 0
 

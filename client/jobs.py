@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubetrain.api import documents, exact, meta, naming, scheme, v1beta1, validation
@@ -64,9 +64,14 @@ async def create_from_file(c: connection.Connection, path: str, namespace: str |
     return [await _post(c, body, namespace) for body in read_file(path)]
 
 
-def read_file(path: str) -> list[dict[str, Any]]:
+def read_file(path: str, check: Callable[[Any], object] | None = None) -> list[dict[str, Any]]:
     """Every TrainingJob of a YAML file (``-``: standard input), checked and as v1beta1 — no
-    cluster needed, so a bad file is told as such before any connection is tried."""
+    cluster needed, so a bad file is told as such before any connection is tried.
+
+    ``check``, given, is asked of each document as written too, after the API's own rules: a
+    ValidationError it raises is told with the file's lines. (``kubetrain submit`` passes the
+    operator's framework rules, which the client itself does not import.)
+    """
     try:
         docs = documents.load(path)
     except documents.DocumentError as e:
@@ -75,6 +80,8 @@ def read_file(path: str) -> list[dict[str, Any]]:
     for doc in docs:
         try:
             bodies.append(hub_body(doc.data))
+            if check is not None:
+                check(doc.data)
         except validation.ValidationError as e:
             raise errors.InvalidInput(str(doc.explain(e))) from None
     if not bodies:

@@ -2,8 +2,8 @@
 
 :func:`convert` picks the :class:`~kubetrain.convert.kinds.Kind` by apiVersion and kind —
 a TrainingJob of either version passes through, as v1beta1 — reads the document, and then
-checks the result exactly as admission would (:func:`kubetrain.operator.webhooks.admission.errors`),
-so what ``kubetrain convert`` prints is a job the cluster accepts. :func:`back` writes a
+checks the result exactly as admission would (:func:`kubetrain.operator.intake.decode`), so
+what ``kubetrain convert`` prints is a job the cluster accepts. :func:`back` writes a
 TrainingJob as an old kind, where that kind can express it.
 """
 
@@ -16,6 +16,7 @@ import attrs
 
 from kubetrain.api import scheme, v1beta1, validation
 from kubetrain.convert import kinds, notes, reader
+from kubetrain.operator import intake
 
 __all__ = ["KINDS", "Converted", "back", "convert", "kind_of"]
 
@@ -80,17 +81,13 @@ def back(job: v1beta1.TrainingJob, api_version: str, kind: str) -> dict[str, Any
 
 
 def _admitted(doc: dict[str, Any]) -> v1beta1.TrainingJob:
-    from kubetrain.operator.webhooks import admission
-
-    found = admission.errors(doc, None)
-    if found:
+    try:
+        return intake.decode(doc).job
+    except validation.ValidationError as e:
         # The input converted, but the job would be refused: say so in the TrainingJob's terms.
         raise validation.ValidationError(
-            attrs.evolve(e, message=f"{e.message} (in the converted TrainingJob)") for e in found
-        )
-    job = scheme.to_hub(scheme.decode(doc))
-    assert isinstance(job, v1beta1.TrainingJob)
-    return job
+            attrs.evolve(f, message=f"{f.message} (in the converted TrainingJob)") for f in e.errors
+        ) from None
 
 
 def _unknown(data: Mapping[str, Any]) -> str:

@@ -4,7 +4,9 @@ The CRD's schema and CEL rules check what one object says about itself. This web
 adds what they cannot know:
 
 - the framework's own rules — its replica types and counts, a Chief *or* a Master, a
-  Caffe2 backend for the number of shards, MPI options, ... (from the framework registry);
+  Caffe2 backend for the number of shards, MPI options, ... (from the framework registry,
+  through :func:`kubetrain.operator.intake.decode`, as the reconciler, ``kubetrain render``,
+  ``submit`` and ``convert`` check them);
 - fields that must not change once the job exists: the framework, ``runtimeId``,
   ``runPolicy.managedBy``, the set of replica types, and the pod templates — unless the
   job is suspended (a queue such as Kueue may then adjust them, as it does for batch Jobs)
@@ -28,7 +30,7 @@ from typing import Any
 import attrs
 
 from kubetrain.api import scheme, v1beta1, validation
-from kubetrain.operator import accelerators, conditions
+from kubetrain.operator import accelerators, conditions, intake
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.frameworks import registry
 from kubetrain.operator.runtime import client
@@ -104,13 +106,14 @@ def _checked(
     if new is None:
         return None, None, []  # DELETE: nothing to check
     try:
-        job = scheme.to_hub(scheme.decode(new))
-        fw = frameworks.get(job.spec.framework.name)
+        decoded = intake.decode(new, frameworks)
+        job, fw, found = decoded.job, decoded.framework, []
+    except intake.Unrunnable as e:
+        if e.framework is None:
+            return None, None, list(e.errors)  # no framework of that name: nothing else to say
+        job, fw, found = e.job, e.framework, list(e.errors)
     except validation.ValidationError as e:
         return None, None, list(e.errors)
-    except registry.UnknownFrameworkError as e:
-        return None, None, [validation.FieldError(path=("spec", "framework", "name"), message=str(e))]
-    found = fw_contract.validate(fw, job)
     if old is not None:
         found += list(_changed_immutables(scheme.to_hub(scheme.decode(old)), job))
     return job, fw, found

@@ -1,0 +1,77 @@
+"""How a TrainingJob is taken in: decoded, its framework found, the framework's rules applied.
+
+Everything that accepts a job written by a person asks the same three questions in the same
+order. Does the object decode, in either API version, with every rule of the API's types
+(:func:`kubetrain.api.scheme.decode`, then the hub)? Is the framework it names registered
+(:mod:`~kubetrain.operator.frameworks.registry`)? Can that framework run it as written — its
+replica types and counts, its own options (:func:`~kubetrain.operator.frameworks.framework.validate`)?
+:func:`decode` asks them and returns the hub job with its framework, or raises a
+:class:`~kubetrain.api.validation.ValidationError` holding every field error it found: the
+decoding's own, an unknown framework at ``spec.framework.name``, or each of the framework's
+refusals.
+
+The admission webhook, the reconciler (a job past the webhook fails once, with the reason),
+``kubetrain render``, ``kubetrain submit`` and the converter use it, so that a job one of
+them accepts is a job all of them accept. It is pure — no cluster, no runtime. A job that
+decodes but that no registered framework runs as written raises :class:`Unrunnable`, which
+still holds the job: admission also compares it with the job it replaces, and ``submit``
+leaves a framework it does not know to the cluster, whose operator may have that plugin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+
+from kubetrain.api import scheme, v1beta1, validation
+from kubetrain.operator.frameworks import framework as fw_contract
+from kubetrain.operator.frameworks import registry
+
+__all__ = ["Decoded", "Unrunnable", "decode"]
+
+FRAMEWORK_NAME = ("spec", "framework", "name")
+
+
+@attrs.frozen
+class Decoded:
+    """A job that may run: the hub (v1beta1) job and the framework that runs it."""
+
+    job: v1beta1.TrainingJob
+    framework: fw_contract.Framework
+
+
+class Unrunnable(validation.ValidationError):
+    """A job that decodes, but that no registered framework runs as written.
+
+    ``job`` is the decoded hub job; ``framework`` the one it names, or ``None`` when no
+    framework of that name is registered (the one error is then at ``spec.framework.name``).
+    """
+
+    def __init__(
+        self,
+        job: v1beta1.TrainingJob,
+        framework: fw_contract.Framework | None,
+        errors: Iterable[validation.FieldError],
+    ) -> None:
+        super().__init__(errors)
+        self.job, self.framework = job, framework
+
+
+def decode(obj: Any, frameworks: registry.Registry | None = None) -> Decoded:
+    """``obj`` (a TrainingJob of either version, as wire data) with its framework.
+
+    Raises ValidationError with every field error: :class:`Unrunnable` where the job decoded.
+    ``frameworks`` defaults to the built-ins and every installed plugin.
+    """
+    job = scheme.to_hub(scheme.decode(obj))
+    known = registry.default() if frameworks is None else frameworks
+    try:
+        fw = known.get(job.spec.framework.name)
+    except registry.UnknownFrameworkError as e:
+        raise Unrunnable(job, None, [validation.FieldError(path=FRAMEWORK_NAME, message=str(e))]) from None
+    found = fw_contract.validate(fw, job)
+    if found:
+        raise Unrunnable(job, fw, found)
+    return Decoded(job=job, framework=fw)
