@@ -6,11 +6,13 @@ needed; ``--gang-scheduler`` says for which gang scheduler (native unless told).
 ``kubetrain manifests`` regenerates the CRD from the API types, and the state diagram from
 the lifecycle's transition table; with ``--check`` it only reports whether the checked-in
 files are current. ``kubetrain migrate-storage`` rewrites every stored TrainingJob as
-v1beta1 (see ``kubetrain.operator.migration``).
+v1beta1 (see :mod:`kubetrain.cli.migration`), through the client's connection.
 
-They run the operator's own pure code (render, the lifecycle's table), imported only when
-one of them runs: the job verbs start without loading it. Bad input is reported with its
-``file:line: path`` and exit status 1, never a traceback.
+They run the operator's own pure code — :mod:`~kubetrain.operator.intake` (a job checked as
+admission checks it), render, scheduling, the lifecycle's table — imported only when one of
+them runs: the job verbs start without loading it, and none of them loads the operator's
+runtime or its webhooks (``tests/unit/test_import_layers.py``). Bad input is reported with
+its ``file:line: path`` and exit status 1, never a traceback.
 """
 
 from __future__ import annotations
@@ -55,28 +57,20 @@ def register(sub: Any, cluster_flags: argparse.ArgumentParser) -> None:
         "migrate-storage",
         help="rewrite every stored TrainingJob as v1beta1, then drop v1alpha1 from storedVersions",
     )
-    p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
     p.set_defaults(run=_migrate_storage)
 
 
 def _reported(run: Run) -> Run:
-    """``run``, with the operator's own input errors turned into the command's."""
+    """``run``, with bad input turned into the command's error."""
 
     @functools.wraps(run)
     def wrapped(args: argparse.Namespace) -> int:
         from kubetrain.api import documents, validation
-        from kubetrain.operator.frameworks import registry
-        from kubetrain.operator.runtime import client
 
         try:
             return run(args)
-        except (
-            validation.ValidationError,
-            documents.DocumentError,
-            registry.UnknownFrameworkError,
-            yaml.YAMLError,
-            client.ApiError,
-        ) as e:
+        except (validation.ValidationError, documents.DocumentError, yaml.YAMLError) as e:
             raise errors.CommandError(str(e)) from None
 
     return wrapped
@@ -116,14 +110,16 @@ def _dump(objects: list[dict[str, Any]], out: TextIO) -> None:
     yaml.safe_dump_all(objects, out, sort_keys=False, width=120)
 
 
-@_reported
 def _migrate_storage(args: argparse.Namespace) -> int:
-    from kubetrain.operator import migration
-    from kubetrain.operator.runtime import client
+    from kubetrain.cli import migration
+    from kubetrain.client import connection
 
     async def run() -> migration.Report:
-        async with await client.Client.connect(args.kubeconfig) as api:
-            return await migration.migrate(api)
+        c = await connection.connect(args.kubeconfig, None, None)
+        try:
+            return await migration.migrate(c)
+        finally:
+            await c.close()
 
     report = asyncio.run(run())
     print(

@@ -98,14 +98,16 @@ class Connection:
         sub: str | None = None,
         params: Mapping[str, str] | None = None,
         body: Any = None,
+        content_type: str = "application/json",
     ) -> Any:
+        """The response's JSON; ``content_type`` says what ``body`` is (a PATCH: which patch)."""
         base, url = kind.path(namespace, name, sub)
         options: dict[str, Any] = {"timeout": TIMEOUT}
         if params:
             options["params"] = dict(params)
         if body is not None:
             options["content"] = json.dumps(body)
-            options["headers"] = {"Content-Type": "application/json"}
+            options["headers"] = {"Content-Type": content_type}
         async with (
             self._errors(kind, name, namespace),
             self._api.call_api(method, version="", base=base, url=url, **options) as response,

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from kubetrain.api import naming, validation
 from kubetrain.operator import accelerators, projection, scheduling, trainingjob_controller, webhooks
+from kubetrain.operator.resources import Resource
 from kubetrain.operator.runtime import cache, client, controller, logs, manager, tracing
 
 __all__ = ["main", "parser"]
@@ -155,9 +156,7 @@ async def run(args: argparse.Namespace) -> int:
         )
         await webhooks.certificates.inject(api, ca, args.webhook_configuration)
     if args.gang_scheduler == scheduling.registry.AUTO:
-        scheduler = await scheduling.registry.detect(
-            api, args.namespace, scheduler_name=args.coscheduling_scheduler_name
-        )
+        scheduler = await detect(api, args.namespace, scheduler_name=args.coscheduling_scheduler_name)
     else:
         scheduler = scheduling.registry.get(
             args.gang_scheduler, scheduler_name=args.coscheduling_scheduler_name
@@ -179,6 +178,36 @@ async def run(args: argparse.Namespace) -> int:
         if provider is not None:
             provider.shutdown()
         log.info("kubetrain-operator stopped")
+
+
+async def served(api: client.Client, resource: Resource, namespace: str | None = None) -> bool:
+    """Whether the apiserver serves ``resource`` (a list of one item succeeds)."""
+    try:
+        await api.list(resource, namespace, limit="1")
+    except client.ApiError as e:
+        if e.not_found:
+            return False
+        raise
+    return True
+
+
+async def detect(
+    api: client.Client,
+    namespace: str | None = None,
+    *,
+    scheduler_name: str = scheduling.coscheduling.SCHEDULER_NAME,
+) -> scheduling.backend.Backend:
+    """``--gang-scheduler=auto``: the first backend the cluster serves, in the order of
+    :data:`~kubetrain.operator.scheduling.registry.CHOICES`, asked once at start (here, as the
+    scheduling package itself is pure: ``kubetrain render`` uses it with no cluster)."""
+    for name in scheduling.registry.CHOICES[1:-1]:
+        candidate = scheduling.registry.get(name, scheduler_name=scheduler_name)
+        assert candidate.resource is not None
+        if await served(api, candidate.resource, namespace):
+            log.info("gang scheduling: %s (%s served)", name, candidate.resource.api_version)
+            return candidate
+    log.info("gang scheduling: none (no PodGroup API is served)")
+    return scheduling.backend.NONE
 
 
 def main(argv: Sequence[str] | None = None) -> int:

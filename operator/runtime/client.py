@@ -4,8 +4,8 @@ kr8s supplies configuration and authentication, :mod:`~.transport` the HTTP; :cl
 what an operator must have on top: a timeout on every request, a client-side QPS and
 burst limit (a token bucket shared by all requests), writes as patches only — JSON
 merge patches (optionally to the status subresource) or server-side apply with one field
-manager — and a child span for every write. :class:`Resource` names an API resource
-and builds its paths.
+manager — and a child span for every write. :class:`Resource` (from
+:mod:`kubetrain.operator.resources`, re-exported) names an API resource and builds its paths.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
-import attrs
 import kr8s.asyncio
 from opentelemetry import trace
 
+from kubetrain.operator.resources import Resource
 from kubetrain.operator.runtime import metrics, ratelimit, transport
 
 __all__ = [
@@ -45,32 +45,6 @@ __all__ = [
 
 FIELD_MANAGER = "kubetrain-operator"
 _tracer = trace.get_tracer("kubetrain.operator.runtime.client")
-
-
-@attrs.frozen
-class Resource:
-    group: str
-    version: str
-    plural: str
-    kind: str
-    namespaced: bool = True
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    def path(
-        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
-    ) -> str:
-        parts = ["/apis" if self.group else "/api", self.api_version]
-        if namespace and self.namespaced:
-            parts += ["namespaces", namespace]
-        parts.append(self.plural)
-        if name:
-            parts.append(name)
-            if subresource:
-                parts.append(subresource)
-        return "/".join(parts)
 
 
 PODS = Resource("", "v1", "pods", "Pod")

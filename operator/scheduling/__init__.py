@@ -5,7 +5,8 @@ placed together; a :mod:`.backend` renders the group object a scheduler reads an
 the pods that join it — :mod:`.native` (Kubernetes' own PodGroup), :mod:`.coscheduling`
 (scheduler-plugins), :mod:`.volcano`; :mod:`.kueue` puts a gang in a Kueue queue; and
 :mod:`.registry` maps the operator's ``--gang-scheduler`` flag to a backend. All of it is
-pure but :func:`.registry.detect` and :func:`.registry.served`, which ask the apiserver.
+pure, so ``kubetrain render`` uses it without the operator's runtime: which backend a
+cluster serves (``auto``) is asked by the operator's process (:func:`kubetrain.operator.main.detect`).
 """
 
 from kubetrain.operator.scheduling import backend, coscheduling, gang, kueue, native, registry, volcano

@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from kubetrain.api import naming
-from kubetrain.operator.runtime import client
+from kubetrain.operator.resources import Resource
 from kubetrain.operator.scheduling import gang as gang_
 
 __all__ = ["NONE", "Backend", "Object", "owned"]
@@ -26,7 +26,7 @@ Object = dict[str, Any]
 class Backend:
     name: str
     # The group object's resource, or None for a backend without one.
-    resource: client.Resource | None
+    resource: Resource | None
     group: Callable[[gang_.Gang, list[Object]], Object | None]
     join: Callable[[Object, gang_.Gang], None]
     # What a person installs to get it (for messages about a cluster that does not serve it).
@@ -36,7 +36,7 @@ class Backend:
     own_queues: bool = False
 
 
-def owned(g: gang_.Gang, resource: client.Resource, owners: list[Object], spec: Object) -> Object:
+def owned(g: gang_.Gang, resource: Resource, owners: list[Object], spec: Object) -> Object:
     """A namespaced group object named after the gang, owned by the job."""
     meta: Object = {
         "name": g.name,

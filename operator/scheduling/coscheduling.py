@@ -8,13 +8,13 @@ them before letting go and trying again (kubetrain's own timeout decides when to
 
 from __future__ import annotations
 
-from kubetrain.operator.runtime import client
+from kubetrain.operator.resources import Resource
 from kubetrain.operator.scheduling import backend
 from kubetrain.operator.scheduling import gang as gang_
 
 __all__ = ["LABEL", "RESOURCE", "SCHEDULER_NAME", "make"]
 
-RESOURCE = client.Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup")
+RESOURCE = Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup")
 LABEL = "scheduling.x-k8s.io/pod-group"
 # The scheduler name in scheduler-plugins' own manifests.
 SCHEDULER_NAME = "scheduler-plugins-scheduler"

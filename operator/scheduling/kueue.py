@@ -12,7 +12,7 @@ preempts get a ``TerminationTarget`` condition and are charged as infrastructure
 
 from __future__ import annotations
 
-from kubetrain.operator.runtime import client
+from kubetrain.operator.resources import Resource
 from kubetrain.operator.scheduling import backend
 from kubetrain.operator.scheduling import gang as gang_
 
@@ -22,7 +22,7 @@ QUEUE_NAME = "kueue.x-k8s.io/queue-name"
 GROUP_NAME = "kueue.x-k8s.io/pod-group-name"
 TOTAL_COUNT = "kueue.x-k8s.io/pod-group-total-count"
 RETRIABLE = "kueue.x-k8s.io/retriable-in-group"
-LOCAL_QUEUES = client.Resource("kueue.x-k8s.io", "v1beta2", "localqueues", "LocalQueue")
+LOCAL_QUEUES = Resource("kueue.x-k8s.io", "v1beta2", "localqueues", "LocalQueue")
 
 
 def join(pod: backend.Object, g: gang_.Gang) -> None:

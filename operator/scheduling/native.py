@@ -13,13 +13,13 @@ kube-scheduler and kube-controller-manager, the API enabled with
 
 from __future__ import annotations
 
-from kubetrain.operator.runtime import client
+from kubetrain.operator.resources import Resource
 from kubetrain.operator.scheduling import backend
 from kubetrain.operator.scheduling import gang as gang_
 
 __all__ = ["BACKEND", "RESOURCE"]
 
-RESOURCE = client.Resource("scheduling.k8s.io", "v1alpha2", "podgroups", "PodGroup")
+RESOURCE = Resource("scheduling.k8s.io", "v1alpha2", "podgroups", "PodGroup")
 
 
 def _group(g: gang_.Gang, owners: list[backend.Object]) -> backend.Object:

@@ -8,13 +8,13 @@ Pods name their group with the annotation ``scheduling.k8s.io/group-name`` and s
 
 from __future__ import annotations
 
-from kubetrain.operator.runtime import client
+from kubetrain.operator.resources import Resource
 from kubetrain.operator.scheduling import backend
 from kubetrain.operator.scheduling import gang as gang_
 
 __all__ = ["ANNOTATION", "BACKEND", "RESOURCE", "SCHEDULER_NAME"]
 
-RESOURCE = client.Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
+RESOURCE = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
 ANNOTATION = "scheduling.k8s.io/group-name"
 SCHEDULER_NAME = "volcano"
 
