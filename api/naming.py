@@ -18,6 +18,8 @@ __all__ = [
     "GANG",
     "JOB_NAME",
     "JOB_ROLE",
+    "KUEUE_QUEUE_NAME",
+    "KUEUE_RETRIABLE",
     "REPLICA_INDEX",
     "REPLICA_TYPE",
     "TENSORBOARD_ROLE",
@@ -42,6 +44,10 @@ JOB_ROLE = PREFIX + "job-role"
 ATTEMPT = PREFIX + "restart-attempt"
 # The gang a pod is scheduled with (one per restart attempt; see kubetrain.operator.scheduling).
 GANG = PREFIX + "gang"
+# Kueue's: the LocalQueue a pod waits in, and whether Kueue may retry it in its group (a pod
+# marked "false" lets Kueue finish the group's Workload once all its pods have ended).
+KUEUE_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
+KUEUE_RETRIABLE = "kueue.x-k8s.io/retriable-in-group"
 # JOB_ROLE of the TensorBoard's pods (replicas are "master" or "worker").
 TENSORBOARD_ROLE = "tensorboard"
 

@@ -19,7 +19,7 @@ import attrs
 
 from kubetrain.api import naming, wire
 
-__all__ = ["IMAGE_PULL_REASONS", "Pod"]
+__all__ = ["IMAGE_PULL_REASONS", "Pod", "Service"]
 
 IMAGE_PULL_REASONS = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})
 
@@ -47,6 +47,10 @@ class Pod:
     # PodScheduled False: why the scheduler has not placed it (reason, message), and since when.
     unscheduled: tuple[str, str] | None = None
     unscheduled_since: datetime.datetime | None = None
+    # Labelled with a Kueue queue (it is one of a Kueue group), and marked never to be retried
+    # in that group (the job is done with it).
+    in_queue: bool = False
+    released: bool = False
 
     @property
     def deleting(self) -> bool:
@@ -109,6 +113,28 @@ class Pod:
             if unscheduled
             else None,
             unscheduled_since=_time(unscheduled.get("lastTransitionTime")) if unscheduled else None,
+            in_queue=naming.KUEUE_QUEUE_NAME in labels,
+            released=(meta.get("annotations") or {}).get(naming.KUEUE_RETRIABLE) == "false",
+        )
+
+
+@attrs.frozen(kw_only=True)
+class Service:
+    """One of a job's Services: a replica's (its type and index) or the job's own (neither)."""
+
+    name: str
+    replica_type: str | None = None  # as labelled: lower case
+    index: int | None = None
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any]) -> Service:
+        meta = obj["metadata"]
+        labels = meta.get("labels") or {}
+        index = labels.get(naming.REPLICA_INDEX)
+        return cls(
+            name=meta["name"],
+            replica_type=labels.get(naming.REPLICA_TYPE),
+            index=int(index) if index is not None and index.isdigit() else None,
         )
 
 

@@ -25,11 +25,11 @@ from typing import Any
 
 import attrs
 
-from kubetrain.api import scheme, v1beta1, validation
+from kubetrain.api import meta, scheme, v1beta1, validation, wire
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.frameworks import registry
 
-__all__ = ["Decoded", "Unrunnable", "decode"]
+__all__ = ["Decoded", "Unrunnable", "decode", "readable_status"]
 
 FRAMEWORK_NAME = ("spec", "framework", "name")
 
@@ -75,3 +75,20 @@ def decode(obj: Any, frameworks: registry.Registry | None = None) -> Decoded:
     if found:
         raise Unrunnable(job, fw, found)
     return Decoded(job=job, framework=fw)
+
+
+def readable_status(obj: Any) -> v1beta1.TrainingJobStatus:
+    """The stored status of ``obj`` as far as it reads: whole, or else those of its conditions
+    that do — enough to tell a job that already failed, whatever else its status holds."""
+    raw = obj.get("status") or {} if isinstance(obj, dict) else {}
+    try:
+        return wire.structure(raw, v1beta1.TrainingJobStatus)
+    except validation.ValidationError:
+        pass
+    kept = []
+    for c in raw.get("conditions") or () if isinstance(raw, dict) else ():
+        try:
+            kept.append(wire.structure(c, meta.Condition))
+        except validation.ValidationError:
+            continue
+    return v1beta1.TrainingJobStatus(conditions=tuple(kept))

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import base64
 import copy
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from kubetrain.api import naming, v1beta1, validation
@@ -52,13 +52,21 @@ Object = dict[str, Any]
 
 
 def render(
-    job: v1beta1.TrainingJob, fw: fw_contract.Framework, scheduler: backend.Backend = backend.NONE
+    job: v1beta1.TrainingJob,
+    fw: fw_contract.Framework,
+    scheduler: backend.Backend = backend.NONE,
+    *,
+    pods: Collection[tuple[str, int]] | None = None,
+    with_tensorboard: bool = True,
 ) -> list[Object]:
     """ConfigMap, Services, gang groups, Pods and TensorBoard of ``job``; raises ValidationError if it cannot run.
 
     ``scheduler`` is the gang-scheduling backend: it adds one group object per gang the pods
     join (see :mod:`.scheduling.gang`) and marks the pods; ``schedulingPolicy.queue`` puts
     them in a Kueue queue (a Volcano queue with Volcano) and ``priorityClass`` is every pod's.
+    ``pods`` (replica type as the spec spells it, index) renders only those pods, so that
+    replacing one pod costs one pod's rendering; ``with_tensorboard=False`` leaves the
+    TensorBoard out (the reconciler creates it apart).
     """
     errors = fw_contract.validate(fw, job)
     if errors:
@@ -78,10 +86,13 @@ def render(
     groups = {g.name: scheduler.group(g, owner_reference(job)) for g in gangs.values()}
     objects.extend(g for g in groups.values() if g is not None)
     for r in world.replicas:
+        if pods is not None and (r.type, r.index) not in pods:
+            continue
         pod = _pod(world, fw, r, has_files=bool(files), has_secret=bool(secret))
         _schedule(pod, gangs[r.type], scheduler, late=late[r.type])
         objects.append(pod)
-    objects.extend(tensorboard.objects(job, owner_reference(job)))
+    if with_tensorboard:
+        objects.extend(tensorboard.objects(job, owner_reference(job)))
     return objects
 
 

@@ -11,10 +11,9 @@ are surplus to the lifecycle, and deleted there).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
-from kubetrain.api import naming, observed, v1beta1
+from kubetrain.api import observed, v1beta1
 
 __all__ = ["DEFAULT", "surplus_services", "to_delete"]
 
@@ -32,18 +31,11 @@ def to_delete(policy: v1beta1.CleanPodPolicy | None, pods: Iterable[observed.Pod
     return [p for p in live if not p.finished]
 
 
-def surplus_services(spec: v1beta1.TrainingJobSpec, services: Iterable[Mapping[str, Any]]) -> list[str]:
+def surplus_services(spec: v1beta1.TrainingJobSpec, services: Iterable[observed.Service]) -> list[str]:
     """Names of the job's replica Services past its replica counts (a scale-down)."""
     counts = {k.lower(): s.replicas for k, s in spec.replica_specs.items()}
-    out = []
-    for service in services:
-        labels = service["metadata"].get("labels") or {}
-        replica_type, index = labels.get(naming.REPLICA_TYPE), labels.get(naming.REPLICA_INDEX)
-        if (
-            replica_type in counts
-            and index is not None
-            and index.isdigit()
-            and int(index) >= counts[replica_type]
-        ):
-            out.append(service["metadata"]["name"])
-    return sorted(out)
+    return sorted(
+        s.name
+        for s in services
+        if s.replica_type in counts and s.index is not None and s.index >= counts[s.replica_type]
+    )

@@ -157,29 +157,42 @@ class Expectations:
     still in the cache would be taken as there, and not made again when wanted back. So a
     created object counts as there until the informer says anything of it, and a deleted
     one as gone until the informer says it went — or until ``ttl`` has passed (five minutes,
-    as Kubernetes' own controllers wait), after which the cache is believed again.
+    as Kubernetes' own controllers wait), after which the cache is believed again. Each is
+    filed under its owner (the job's key), and :meth:`forget` drops an owner's with it.
     """
 
     def __init__(self, ttl: float = 300.0, clock: Callable[[], float] = time.monotonic) -> None:
         self._ttl, self._clock = ttl, clock
-        self._expected: dict[str, tuple[bool, float]] = {}  # key -> (there?, since)
+        self._expected: dict[str, tuple[bool, float, str]] = {}  # key -> (there?, since, owner)
+        self._owned: dict[str, set[str]] = {}  # owner -> keys
 
-    def created(self, key: str) -> None:
-        self._expected[key] = (True, self._clock())
+    def created(self, key: str, owner: str = "") -> None:
+        self._set(key, True, owner)
 
-    def deleted(self, key: str) -> None:
-        self._expected[key] = (False, self._clock())
+    def deleted(self, key: str, owner: str = "") -> None:
+        self._set(key, False, owner)
 
     def expected(self, key: str) -> bool | None:
         """Whether ``key`` is to be taken as there; ``None``: ask the cache."""
         entry = self._expected.get(key)
         if entry is None:
             return None
-        there, since = entry
-        if self._clock() - since > self._ttl:
-            del self._expected[key]
+        if self._clock() - entry[1] > self._ttl:
+            self._drop(key)
             return None
-        return there
+        return entry[0]
+
+    def pending(self, owner: str) -> list[str]:
+        """The keys made for ``owner`` that the cache does not show yet."""
+        return [k for k in sorted(self._owned.get(owner, ())) if self.expected(k)]
+
+    def forget(self, owner: str) -> None:
+        """``owner`` is gone: nothing made or deleted for it is expected any more."""
+        for key in self._owned.pop(owner, ()):
+            self._expected.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._expected)
 
     def handler(self, event: str, obj: Obj, _old: Obj | None) -> None:
         """An informer handler: a created object seen (or seen going), a deleted one seen going."""
@@ -188,4 +201,19 @@ class Expectations:
         key = key_of(obj)
         entry = self._expected.get(key)
         if entry is not None and (entry[0] or event == "DELETED"):
-            del self._expected[key]
+            self._drop(key)
+
+    def _set(self, key: str, there: bool, owner: str) -> None:
+        self._drop(key)
+        self._expected[key] = (there, self._clock(), owner)
+        self._owned.setdefault(owner, set()).add(key)
+
+    def _drop(self, key: str) -> None:
+        entry = self._expected.pop(key, None)
+        if entry is None:
+            return
+        keys = self._owned.get(entry[2])
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._owned[entry[2]]

@@ -12,16 +12,17 @@ preempts get a ``TerminationTarget`` condition and are charged as infrastructure
 
 from __future__ import annotations
 
+from kubetrain.api import naming
 from kubetrain.operator.resources import Resource
 from kubetrain.operator.scheduling import backend
 from kubetrain.operator.scheduling import gang as gang_
 
 __all__ = ["GROUP_NAME", "LOCAL_QUEUES", "QUEUE_NAME", "RETRIABLE", "TOTAL_COUNT", "join"]
 
-QUEUE_NAME = "kueue.x-k8s.io/queue-name"
+QUEUE_NAME = naming.KUEUE_QUEUE_NAME
 GROUP_NAME = "kueue.x-k8s.io/pod-group-name"
 TOTAL_COUNT = "kueue.x-k8s.io/pod-group-total-count"
-RETRIABLE = "kueue.x-k8s.io/retriable-in-group"
+RETRIABLE = naming.KUEUE_RETRIABLE
 LOCAL_QUEUES = Resource("kueue.x-k8s.io", "v1beta2", "localqueues", "LocalQueue")
 
 

@@ -3,8 +3,13 @@
 Each example is a random job (framework, restart policies, budgets, rules, scope,
 cleanup, deadline) and a random sequence of what happens to its pods — exits with any
 code, kubelet restarts, evictions, lost nodes, pods vanishing, time passing, suspend and
-resume, an apiserver that refuses creates for a while — interleaved with reconciles. After every reconcile the invariants below must
-hold; :class:`~testkit.world.World` also fails if a pod name is ever created twice.
+resume (and a rescale while suspended), an apiserver that refuses creates for a while, a cache
+that lags behind the pods just created, a stored spec that stops being valid — interleaved
+with reconciles. After every reconcile the invariants below must hold, including those of what
+the step decides around the job's own course: pacing holds only counts, queued pods are
+released exactly when the job is done with them, only Services past the counts are deleted,
+and an invalid job fails once. :class:`~testkit.world.World` also fails if a pod name is ever
+created twice.
 """
 
 from __future__ import annotations
@@ -17,10 +22,10 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from testkit.builders import a_job
 from testkit.world import World
 
-from kubetrain.api import naming, observed, v1beta1
+from kubetrain.api import naming, observed, v1beta1, validation
 from kubetrain.operator import conditions, lifecycle
 from kubetrain.operator.frameworks import pytorch, tensorflow
-from kubetrain.operator.policies import budget, refusal
+from kubetrain.operator.policies import budget, pacing, refusal
 
 S = v1beta1.JobState
 C = v1beta1.ConditionType
@@ -190,6 +195,33 @@ class LifecycleMachine(RuleBasedStateMachine):
         pending = sorted(n for n, p in w.pods.items() if p.node is None and p.deleted is None)
         w.hold(data.draw(st.lists(st.sampled_from(pending), unique=True)) if pending else [], reason)
 
+    @precondition(_ready)
+    @rule(data=st.data())
+    def cache_lags(self, data: st.DataObject) -> None:
+        """From now on the cache shows the pods just created only after the next kubelets()."""
+        if _now_and_then(data):
+            self.world.lagging = not self.world.lagging
+
+    @precondition(_ready)
+    @rule(data=st.data())
+    def spec_stops_reading(self, data: st.DataObject) -> None:
+        """The stored spec no longer reads (stored before a rule, with no webhook) — or reads again."""
+        if _now_and_then(data) and _now_and_then(data):
+            w = self.world
+            w.invalid = () if w.invalid else (validation.FieldError(path=("spec",), message="broken"),)
+
+    @precondition(lambda self: self._ready() and self.world.job.spec.run_policy.suspend)
+    @rule(data=st.data())
+    def rescale(self, data: st.DataObject) -> None:
+        """While suspended, the job's workers are scaled (admission allows it then)."""
+        job = self.world.job
+        specs = dict(job.spec.replica_specs)
+        if "Worker" not in specs:
+            return
+        low = 1 if "Master" in specs else 0
+        specs["Worker"] = attrs.evolve(specs["Worker"], replicas=data.draw(st.integers(low, 3)))
+        self.world.job = attrs.evolve(job, spec=attrs.evolve(job.spec, replica_specs=specs))
+
     # --- the operator ----------------------------------------------------------------------
 
     @precondition(_ready)
@@ -198,7 +230,6 @@ class LifecycleMachine(RuleBasedStateMachine):
         w = self.world
         inp = w.input()
         before = w.status
-        permanent = _permanent_exit_pending(inp)
         decision = w.reconcile()
         after = decision.status
         assert lifecycle.step(inp) == decision, "the step is deterministic"
@@ -206,6 +237,11 @@ class LifecycleMachine(RuleBasedStateMachine):
         assert old == new or (old, new) in lifecycle.TRANSITIONS, f"{old} -> {new} is not in the table"
         if old in FINAL:
             assert after.conditions == before.conditions, "a finished job stays as it finished"
+        if isinstance(inp, lifecycle.Invalid):
+            _check_invalid(inp, decision, old, new)
+            return
+        _check_around(inp, decision)
+        permanent = _permanent_exit_pending(inp)
         assert not (
             conditions.is_true(after.conditions, C.SUCCEEDED)
             and conditions.is_true(after.conditions, C.FAILED)
@@ -265,7 +301,76 @@ class LifecycleMachine(RuleBasedStateMachine):
             return
         a, b = self.world.decisions[-2].status, self.world.decisions[-1].status
         for t, r in b.replica_statuses.items():
-            assert r.attempt >= a.replica_statuses[t].attempt
+            assert r.attempt >= a.replica_statuses.get(t, v1beta1.ReplicaStatus()).attempt
+
+
+def _check_invalid(inp: lifecycle.Invalid, decision: lifecycle.Decision, old: S, new: S) -> None:
+    """An invalid job fails once, says why once, and nothing is created or deleted for it."""
+    assert not decision.create
+    assert not decision.delete
+    assert not decision.release
+    assert not decision.delete_services
+    reasons = [e.reason for e in decision.events]
+    if old in FINAL:
+        assert new == old, "a finished job is left as it finished"
+        assert not reasons, "a finished job says nothing more"
+    else:
+        assert new is S.FAILED, f"an invalid job is {new}"
+        assert reasons == ["InvalidSpec"], reasons
+        failed = next(c for c in decision.status.conditions if c.type == C.FAILED)
+        assert failed.reason == "InvalidSpec"
+        assert "broken" in failed.message
+    assert decision.status.restarts == inp.status.restarts, "an invalid spec spends no budget"
+
+
+def _check_around(inp: lifecycle.Input, decision: lifecycle.Decision) -> None:
+    """What the step decides around the job's course: pacing, releases, Services, pods made."""
+    # Pacing holds a write of the starting pods' counts alone, and never past what the step awaits.
+    unpaced = lifecycle.step(attrs.evolve(inp, last_write=None))
+    if decision != unpaced:
+        assert not decision.acts, "a held pass did something"
+        assert decision.status == inp.status, "a held pass wrote a status"
+        assert pacing.counts_only(inp.status, unpaced.status), "a hold kept back more than counts"
+        assert decision.requeue_after is not None
+        assert decision.requeue_after > 0
+        due = unpaced.requeue_after
+        assert due is None or decision.requeue_after <= due, "held past what the step awaits"
+    # Pods already made are not made again.
+    made = {naming.replica_name(inp.name, k, i) for k, i in decision.create} & inp.made
+    assert not made, f"{sorted(made)} made again while the cache lagged"
+    # Queued pods are released exactly when the job is done with them.
+    after = decision.status
+    finished = v1beta1.state_of(after.conditions) in FINAL
+    keys = {k.lower(): k for k in inp.spec.replica_specs}
+    released = set(decision.release)
+
+    def done_with(p: observed.Pod) -> bool:
+        if finished:
+            return p.phase != "Succeeded"
+        key = keys.get(p.replica_type)
+        return (
+            key is None
+            or p.index >= inp.spec.replica_specs[key].replicas
+            or p.attempt < after.replica_statuses[key].attempt
+        )
+
+    for p in inp.pods:
+        if p.gone:
+            continue  # a replacement may carry its name
+        if not p.in_queue or p.released:
+            assert p.name not in released, f"{p.name} released twice, or in no queue"
+            continue
+        assert (p.name in released) == (inp.queued and done_with(p)), (
+            f"{p.name}: released {p.name in released}, done with {done_with(p)}"
+        )
+    # Only the Services of replicas past the counts are deleted, and all of them.
+    counts = {k.lower(): s.replicas for k, s in inp.spec.replica_specs.items()}
+    surplus = {
+        s.name
+        for s in inp.services
+        if s.replica_type in counts and s.index is not None and s.index >= counts[s.replica_type]
+    }
+    assert set(decision.delete_services) == surplus
 
 
 def _now_and_then(data: st.DataObject) -> bool:

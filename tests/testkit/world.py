@@ -5,8 +5,12 @@ carries out a :class:`~kubetrain.operator.lifecycle.Decision` (creates pods Pend
 with the attempt their type's status names, deletes them with a grace period, force
 deletes them), runs the kubelets (pending pods start, deleted pods on live nodes go
 away, leaving a tombstone), and lets tests make things happen to pods: exit, be
-restarted in place by the kubelet, be evicted, lose their node. Unit tests drive it by
-hand; the property tests let hypothesis drive it.
+restarted in place by the kubelet, be evicted, lose their node. It also plays what the
+reconciler does around the step: the Services a create pass makes (one per replica), the
+Services and queued pods a decision lets go, the status writes pacing counts from, a cache
+that lags behind the pods just created (:attr:`World.lagging`), and a stored spec that stops
+being valid (:attr:`World.invalid`). Unit tests drive it by hand; the property tests let
+hypothesis drive it.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import itertools
 
 import attrs
 
-from kubetrain.api import naming, observed, v1beta1
+from kubetrain.api import naming, observed, v1beta1, validation
 from kubetrain.operator import lifecycle
 from kubetrain.operator.frameworks import framework as fw_contract
 
@@ -39,7 +43,16 @@ class World:
         self.refused: tuple[lifecycle.Refused, ...] = ()
         # Pods the scheduler (or a queue) holds back: the kubelets never see them.
         self.held: set[str] = set()
-        self.queued = False  # the gang waits in a Kueue queue
+        policy = job.spec.run_policy.scheduling_policy
+        self.queued = bool(policy and policy.queue)  # the gang waits in a Kueue queue
+        self.services: dict[str, observed.Service] = {}
+        self.released: set[str] = set()  # uids of queued pods marked not retriable
+        self.last_write: datetime.datetime | None = None
+        # While lagging, pods just created are in the apiserver but not in the cache: the step
+        # sees them only as made (Input.made), until the next kubelets() shows them.
+        self.lagging = False
+        self.unseen: dict[str, observed.Pod] = {}
+        self.invalid: tuple[validation.FieldError, ...] = ()  # the stored spec no longer reads
         self.tensorboards = 0  # TensorBoards created (its Service is seen at once)
         self.decisions: list[lifecycle.Decision] = []
         self._uids = itertools.count(1)
@@ -51,7 +64,15 @@ class World:
     def name(self) -> str:
         return self.job.metadata.name or ""
 
-    def input(self) -> lifecycle.Input:
+    def input(self) -> lifecycle.Input | lifecycle.Invalid:
+        if self.invalid:
+            return lifecycle.Invalid(
+                name=self.name,
+                status=self.status,
+                errors=self.invalid,
+                now=self.now,
+                generation=self.job.metadata.generation,
+            )
         live = {p.uid for p in self.pods.values()}
         pods = [
             attrs.evolve(p, node_exists=p.node not in self.lost or p.node is None) for p in self.pods.values()
@@ -69,13 +90,28 @@ class World:
             refused=self.refused,
             queued=self.queued,
             tensorboard=self.tensorboards > 0,
+            services=tuple(self.services.values()),
+            made=frozenset(self.unseen),
+            last_write=self.last_write,
         )
 
     def reconcile(self) -> lifecycle.Decision:
         decision = lifecycle.step(self.input())
         self.decisions.append(decision)
+        if decision.status != self.status:
+            self.last_write = self.now
         self.status = decision.status
+        if self.invalid:
+            assert not decision.acts or decision.events, "an invalid job only says why it failed"
+            return decision
         refused = []
+        if decision.create:  # as the reconciler: the Services first, one per replica
+            for key, spec in self.job.spec.replica_specs.items():
+                for i in range(spec.replicas):
+                    name = naming.replica_name(self.name, key, i)
+                    self.services.setdefault(
+                        name, observed.Service(name=name, replica_type=key.lower(), index=i)
+                    )
         for key, index in decision.create:
             name = naming.replica_name(self.name, key, index)
             if name not in self.refusing:
@@ -94,8 +130,15 @@ class World:
             )
         if decision.create:  # as the reconciler: a create pass replaces what was refused
             self.refused = tuple(refused)
+        for name in decision.release:
+            pod = self.pods[name]
+            assert pod.in_queue, f"{name} released, but it is in no queue"
+            self.pods[name] = attrs.evolve(pod, released=True)
+            self.released.add(pod.uid)
         for d in decision.delete:
             self._delete(d)
+        for name in decision.delete_services:
+            del self.services[name]
         self.deleted_job = self.deleted_job or decision.delete_job
         self.tensorboards += decision.tensorboard
         return decision
@@ -103,14 +146,17 @@ class World:
     def _create(self, key: str, index: int) -> None:
         name = naming.replica_name(self.name, key, index)
         assert name not in self.pods, f"{name} created twice"
-        self.pods[name] = observed.Pod(
+        assert name not in self.unseen, f"{name} created twice while the cache lagged"
+        pod = observed.Pod(
             name=name,
             uid=f"uid-{next(self._uids)}",
             replica_type=key.lower(),
             index=index,
             attempt=self.status.replica_statuses[key].attempt,
             created=self.now,
+            in_queue=self.queued,
         )
+        (self.unseen if self.lagging else self.pods)[name] = pod
 
     def _delete(self, d: lifecycle.Delete) -> None:
         pod = self.pods.get(d.pod)
@@ -128,7 +174,10 @@ class World:
     # --- the cluster -----------------------------------------------------------------------
 
     def kubelets(self) -> None:
-        """Pending pods start on a live node; deleted pods on live nodes go away."""
+        """The cache shows the pods it lagged behind; pending pods start on a live node; deleted
+        pods on live nodes go away."""
+        self.pods.update(self.unseen)
+        self.unseen.clear()
         for pod in list(self.pods.values()):
             node = pod.node
             if node in self.lost:

@@ -15,10 +15,10 @@ import pytest
 from testkit.builders import a_job
 from testkit.world import World
 
-from kubetrain.api import scheme, v1beta1, validation
+from kubetrain.api import observed, scheme, v1beta1, validation
 from kubetrain.operator import render
 from kubetrain.operator.frameworks import framework, pytorch
-from kubetrain.operator.policies import cleanup
+from kubetrain.operator.policies import cleanup, pacing
 from kubetrain.operator.scheduling import gang
 from kubetrain.operator.webhooks import admission
 
@@ -59,6 +59,10 @@ def test_scaling_up_creates_only_the_new_worker_and_the_job_keeps_running() -> N
     w.settle()
     assert {n: w.pods[n].uid for n in before} == before, "the running workers are left alone"
     assert w.status.restarts == v1beta1.RestartCounts()
+    # The new worker's count alone waits for the pacing period of a running job (15 s).
+    assert w.status.replica_statuses["Worker"].active == 2
+    w.tick(pacing.PERIOD.total_seconds())
+    w.reconcile()
     assert w.status.replica_statuses["Worker"].active == 3
 
 
@@ -159,6 +163,8 @@ def test_the_gang_waits_for_the_fewest_workers_the_job_trains_with() -> None:
 
 def test_the_services_of_workers_scaled_away_are_let_go() -> None:
     job = elastic_job(3)
-    services = [o for o in render.render(job, pytorch.FRAMEWORK) if o["kind"] == "Service"]
+    services = [
+        observed.Service.of(o) for o in render.render(job, pytorch.FRAMEWORK) if o["kind"] == "Service"
+    ]
     assert cleanup.surplus_services(job.spec, services) == []
     assert cleanup.surplus_services(scaled(job, 1).spec, services) == ["el-worker-1", "el-worker-2"]

@@ -186,8 +186,8 @@ def test_a_service_keeps_its_identity_labels_and_owner() -> None:
     assert cache.by_owner()(projected) == cache.by_owner()(service)
     spec = a_job().replicas("Worker", 1).build().spec  # worker-1 is past the count
     assert (
-        cleanup.surplus_services(spec, [projected])
-        == cleanup.surplus_services(spec, [service])
+        cleanup.surplus_services(spec, [observed.Service.of(projected)])
+        == cleanup.surplus_services(spec, [observed.Service.of(service)])
         == ["job-000000-worker-1"]
     )
     assert size(projected) < size(service) / 3

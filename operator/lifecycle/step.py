@@ -1,62 +1,19 @@
-"""One step in the life of a TrainingJob, as a pure function.
+"""The step itself: one look at a job in, one :class:`~.values.Decision` out.
 
-:func:`step` takes what the job asks for (its spec), what was decided before (its
-status), what is seen now (its pods, with their nodes) and the time, and returns the new
-status and what to do: pods to create and delete, whether to delete the job, Events to
-send, and when to look again. It never talks to the apiserver, so the reconciler is a
-thin shell around it and every rule below is tested without a cluster.
-
-A step, in order:
-
-1. A finished job only cleans up (``cleanPodPolicy``) and expires (``ttlSecondsAfterFinished``).
-2. A suspended job keeps no pods and spends nothing: its pods are moved to a new restart
-   attempt, so deleting them is not a failure, and resuming resets ``startTime``.
-3. Success first: once the success policy is met, failures seen in the same step do not
-   matter and the remaining replicas are stopped.
-4. ``activeDeadlineSeconds`` fails the job with ``DeadlineExceeded``.
-5. Every new failure of a pod of the current attempt is classified, decided (rules, then
-   the restart policy), charged to its class's budget and recorded; the first one that
-   fails the job ends the step.
-6. Restarts: a ``Pod`` restart deletes that pod (unless the kubelet restarted it in
-   place); a ``ReplicaType`` or ``Job`` restart moves the type or the job to a new
-   attempt, which makes every older pod stale. In a Kueue queue (:attr:`Input.queued`)
-   every restart that replaces a pod moves the whole job to a new attempt: a new group.
-7. Stale and surplus pods are deleted; pods Terminating past the termination deadline are
-   force-deleted.
-8. Refused creates (:attr:`Input.refused`, what the apiserver answered the last try) set
-   ``ReplicaFailure`` with the apiserver's message, hold further tries back (doubling,
-   1 s to 60 s), and fail the job with ``CreateRefused`` once a permanent refusal is older
-   than ``refusalGraceSeconds``. A spec changed meanwhile (templates may be mended while
-   pods are refused) is tried at once, as a new attempt, so no pod of the old spec stays.
-9. Missing replicas are created — only when no stale pod is left, so a new world never
-   meets an old one, and not before the restart backoff has passed.
-10. ``Running`` once every replica runs (or has succeeded); ``Restarting`` until then.
-11. ``Scheduled``, once the scheduler could not place a pod: False while the job waits in a
-    queue (``Queued``) or cannot be placed (``Unschedulable``, with the scheduler's words),
-    True once every pod is placed. ``scheduleTimeoutSeconds`` fails an unschedulable job with
-    ``ScheduleTimeout`` (checked with the deadline, step 4).
-12. The TensorBoard (``spec.tensorboard``): its address is in ``status.tensorboard`` from the
-    first step on, and it is created while its Service is not seen (:attr:`Input.tensorboard`)
-    and the job is neither finished nor suspended. Nothing here ever deletes it: the garbage
-    collector does, with the job.
-
-Failures are counted per pod UID in ``status.countedFailures``, which is written before
-anything is acted on, so a failure seen again (the cache lags, a delete failed, the
-operator restarted) is never charged twice. Conditions change only along
-:data:`TRANSITIONS`.
+:func:`step` reads an :class:`~.values.Input` (or an :class:`~.values.Invalid` job) and never
+talks to a cluster. The order of its parts, and why, is told in :mod:`kubetrain.operator.lifecycle`.
 """
 
 from __future__ import annotations
 
 import datetime
-import fnmatch
 from collections.abc import Mapping
 
 import attrs
 
 from kubetrain.api import naming, observed, v1beta1
 from kubetrain.operator import conditions, tensorboard
-from kubetrain.operator.frameworks import framework as fw_contract
+from kubetrain.operator.lifecycle.values import Decision, Delete, Event, Input, Invalid
 from kubetrain.operator.policies import (
     backoff,
     budget,
@@ -64,13 +21,14 @@ from kubetrain.operator.policies import (
     cleanup,
     deadline,
     failure,
+    pacing,
     placement,
     refusal,
     success,
     ttl,
 )
 
-__all__ = ["TRANSITIONS", "Decision", "Defaults", "Delete", "Event", "Input", "Refused", "diagram", "step"]
+__all__ = ["DEFAULT_REFUSAL_GRACE_SECONDS", "step"]
 
 # failurePolicy.refusalGraceSeconds when the job does not say.
 DEFAULT_REFUSAL_GRACE_SECONDS = 300
@@ -79,136 +37,42 @@ S = v1beta1.JobState
 C = v1beta1.ConditionType
 Action = v1beta1.FailureAction
 
-# Every change of state a step may make (staying put is always allowed).
-TRANSITIONS: frozenset[tuple[v1beta1.JobState, v1beta1.JobState]] = frozenset(
-    {
-        (S.PENDING, S.CREATED),
-        (S.PENDING, S.SUSPENDED),
-        (S.PENDING, S.FAILED),  # the spec cannot run (reported by the reconciler)
-        (S.CREATED, S.RUNNING),
-        (S.CREATED, S.RESTARTING),
-        (S.CREATED, S.SUCCEEDED),
-        (S.CREATED, S.FAILED),
-        (S.CREATED, S.SUSPENDED),
-        (S.RUNNING, S.RESTARTING),
-        (S.RUNNING, S.SUCCEEDED),
-        (S.RUNNING, S.FAILED),
-        (S.RUNNING, S.SUSPENDED),
-        (S.RESTARTING, S.RUNNING),
-        (S.RESTARTING, S.SUCCEEDED),
-        (S.RESTARTING, S.FAILED),
-        (S.RESTARTING, S.SUSPENDED),
-        (S.SUSPENDED, S.CREATED),
-    }
-)
 
-
-def diagram() -> str:
-    """:data:`TRANSITIONS` as a Mermaid state diagram."""
-    lines = ["stateDiagram-v2", "    [*] --> Pending"]
-    order = list(S)
-    for a, b in sorted(TRANSITIONS, key=lambda t: (order.index(t[0]), order.index(t[1]))):
-        lines.append(f"    {a.value} --> {b.value}")
-    lines += ["    Succeeded --> [*]", "    Failed --> [*]"]
-    return "\n".join(lines) + "\n"
-
-
-@attrs.frozen(kw_only=True)
-class Defaults:
-    """What the framework decides when the job does not say."""
-
-    restart_policy: v1beta1.RestartPolicy
-    restart_scope: v1beta1.RestartScope
-    success: v1beta1.SuccessPolicy
-    containers: Mapping[str, str]  # replica type -> name of its main container
-    # replica type -> the types whose pods must all be ready before it is created
-    start_after: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
-
-    @classmethod
-    def of(cls, fw: fw_contract.Framework, spec: v1beta1.TrainingJobSpec) -> Defaults:
-        containers = {}
-        for key, rs in spec.replica_specs.items():
-            main = fw_contract.main_container(rs.template, fw.container)
-            containers[key] = main["name"] if main is not None else fw.container
-        return cls(
-            restart_policy=fw.restart_policy,
-            restart_scope=fw.restart_scope_of(spec),
-            success=fw.success(spec),
-            containers=containers,
-            start_after={
-                key: tuple(k for k in spec.replica_specs if _matches(k, after))
-                for key in spec.replica_specs
-                for name, after in fw.start_after.items()
-                if _matches(key, (name,))
-            },
-        )
-
-
-def _matches(replica_type: str, patterns: tuple[str, ...]) -> bool:
-    """Whether a replica type matches any pattern (``fnmatch``, ignoring case: ``Worker*``)."""
-    return any(fnmatch.fnmatchcase(replica_type.lower(), p.lower()) for p in patterns)
-
-
-@attrs.frozen(kw_only=True)
-class Refused:
-    """One object of the job the apiserver refused to create, at the last try."""
-
-    kind: str  # Pod, Service, ConfigMap, Secret
-    name: str
-    status: int  # HTTP status of the refusal
-    message: str  # the apiserver's
-    at: datetime.datetime
-    # Of the spec the object was rendered from; refusals of an older spec are ignored.
-    generation: int | None
-
-
-@attrs.frozen(kw_only=True)
-class Input:
-    name: str
-    namespace: str = "default"
-    generation: int | None = None
-    spec: v1beta1.TrainingJobSpec
-    status: v1beta1.TrainingJobStatus
-    pods: tuple[observed.Pod, ...]
-    defaults: Defaults
-    now: datetime.datetime
-    refused: tuple[Refused, ...] = ()
-    # The gang waits in a Kueue queue as one group: a pod deleted for a restart is held by Kueue
-    # until a replacement joins its group, and a replacement cannot take its name before it is
-    # gone — so every restart that replaces pods restarts the whole gang, as a new group.
-    queued: bool = False
-    # The TensorBoard's Service exists: it is created after the Deployment, so both do.
-    tensorboard: bool = False
-
-
-@attrs.frozen(kw_only=True)
-class Delete:
-    pod: str
-    uid: str
-    force: bool = False
-
-
-@attrs.frozen(kw_only=True)
-class Event:
-    type: str  # Normal or Warning
-    reason: str
-    message: str
-
-
-@attrs.frozen(kw_only=True)
-class Decision:
-    status: v1beta1.TrainingJobStatus
-    create: tuple[tuple[str, int], ...] = ()  # (replica type, index)
-    delete: tuple[Delete, ...] = ()
-    delete_job: bool = False
-    events: tuple[Event, ...] = ()
-    requeue_after: float | None = None
-    tensorboard: bool = False  # create the TensorBoard's Deployment and Service
-
-
-def step(inp: Input) -> Decision:
+def step(inp: Input | Invalid) -> Decision:
     """The new status, and what to do, for one look at a job."""
-    return _Step(inp).run()
+    if isinstance(inp, Invalid):
+        return _reject(inp)
+    return _paced(inp, _Step(inp).run())
+
+
+def _paced(inp: Input, decision: Decision) -> Decision:
+    """``decision``, or nothing until later if it would only write the starting pods' counts."""
+    if decision.acts:
+        return decision
+    hold = pacing.delay(inp.status, decision.status, inp.last_write, inp.now, due=decision.requeue_after)
+    return Decision(status=inp.status, requeue_after=hold) if hold else decision
+
+
+def _reject(inp: Invalid) -> Decision:
+    """A job that cannot be read or run fails once, with every reason, and is left alone after.
+
+    Its pods are left as they are: which of them the clean-up policy would stop cannot be read
+    from a spec that does not read.
+    """
+    prev = inp.status.conditions
+    if conditions.is_true(prev, C.FAILED) or conditions.is_true(prev, C.SUCCEEDED):
+        return Decision(status=inp.status)
+    message = "; ".join(str(e) for e in inp.errors)[:4096]
+    now, generation = inp.now, inp.generation
+    changed = prev
+    for ctype in (C.RUNNING, C.RESTARTING):
+        if conditions.is_true(changed, ctype):
+            changed = conditions.set_status(changed, ctype, False, "InvalidSpec", message, now, generation)
+    changed = conditions.set_status(changed, C.FAILED, True, "InvalidSpec", message, now, generation)
+    status = attrs.evolve(
+        inp.status, conditions=changed, state=v1beta1.state_of(changed), completion_time=now
+    )
+    return Decision(status=status, events=(Event(type="Warning", reason="InvalidSpec", message=message),))
 
 
 _WARNING_CONDITIONS = {C.FAILED, C.RESTARTING, C.REPLICA_FAILURE}
@@ -554,7 +418,7 @@ class _Step:
         if due is not None and self.now < due:
             self.dues.append(due)
             return
-        names = {p.name for p in live}
+        names = {p.name for p in live} | self.inp.made
         ready = {(self._key(p), p.index) for p in live if p.ready and p.deleted is None}
         for key, count in self.replicas.items():
             if not all(
@@ -610,6 +474,27 @@ class _Step:
             events=tuple(self.events),
             requeue_after=min((d - self.now).total_seconds() for d in later) if later else None,
             tensorboard=self._tensorboard_missing(),
+            delete_services=tuple(cleanup.surplus_services(self.spec, self.inp.services)),
+            release=self._released(),
+        )
+
+    def _released(self) -> tuple[str, ...]:
+        """The queued pods the job is done with, which Kueue may then let go with their quota.
+
+        Kueue keeps a group's quota, and its finalizer on the group's pods, while any of them
+        could be retried. The job is done with the unfinished pods of a finished job, and with
+        every pod of an attempt a restart left behind: a new attempt is a new group, whose pods,
+        named like the old ones, are created only once those are gone.
+        """
+        if not self.inp.queued:
+            return ()
+        finished = self._finished()
+        return tuple(
+            p.name
+            for p in self._live()
+            if p.in_queue
+            and not p.released
+            and (p.phase != "Succeeded" if finished else not self._current(p))
         )
 
     def _tensorboard_missing(self) -> bool:

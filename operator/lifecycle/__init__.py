@@ -1,0 +1,82 @@
+"""One step in the life of a TrainingJob, as a pure function.
+
+:func:`step` takes what the job asks for (its spec), what was decided before (its
+status), what is seen now (its pods, with their nodes) and the time, and returns the new
+status and what to do: pods to create and delete, whether to delete the job, Events to
+send, and when to look again. It never talks to the apiserver, so the reconciler is a
+thin shell around it and every rule below is tested without a cluster.
+
+A step, in order:
+
+1. A finished job only cleans up (``cleanPodPolicy``) and expires (``ttlSecondsAfterFinished``).
+2. A suspended job keeps no pods and spends nothing: its pods are moved to a new restart
+   attempt, so deleting them is not a failure, and resuming resets ``startTime``.
+3. Success first: once the success policy is met, failures seen in the same step do not
+   matter and the remaining replicas are stopped.
+4. ``activeDeadlineSeconds`` fails the job with ``DeadlineExceeded``.
+5. Every new failure of a pod of the current attempt is classified, decided (rules, then
+   the restart policy), charged to its class's budget and recorded; the first one that
+   fails the job ends the step.
+6. Restarts: a ``Pod`` restart deletes that pod (unless the kubelet restarted it in
+   place); a ``ReplicaType`` or ``Job`` restart moves the type or the job to a new
+   attempt, which makes every older pod stale. In a Kueue queue (:attr:`Input.queued`)
+   every restart that replaces a pod moves the whole job to a new attempt: a new group.
+7. Stale and surplus pods are deleted; pods Terminating past the termination deadline are
+   force-deleted.
+8. Refused creates (:attr:`Input.refused`, what the apiserver answered the last try) set
+   ``ReplicaFailure`` with the apiserver's message, hold further tries back (doubling,
+   1 s to 60 s), and fail the job with ``CreateRefused`` once a permanent refusal is older
+   than ``refusalGraceSeconds``. A spec changed meanwhile (templates may be mended while
+   pods are refused) is tried at once, as a new attempt, so no pod of the old spec stays.
+9. Missing replicas are created — only when no stale pod is left, so a new world never
+   meets an old one, and not before the restart backoff has passed.
+10. ``Running`` once every replica runs (or has succeeded); ``Restarting`` until then.
+11. ``Scheduled``, once the scheduler could not place a pod: False while the job waits in a
+    queue (``Queued``) or cannot be placed (``Unschedulable``, with the scheduler's words),
+    True once every pod is placed. ``scheduleTimeoutSeconds`` fails an unschedulable job with
+    ``ScheduleTimeout`` (checked with the deadline, step 4).
+12. The TensorBoard (``spec.tensorboard``): its address is in ``status.tensorboard`` from the
+    first step on, and it is created while its Service is not seen (:attr:`Input.tensorboard`)
+    and the job is neither finished nor suspended. Nothing here ever deletes it: the garbage
+    collector does, with the job.
+
+Failures are counted per pod UID in ``status.countedFailures``, which is written before
+anything is acted on, so a failure seen again (the cache lags, a delete failed, the
+operator restarted) is never charged twice. Conditions change only along
+:data:`TRANSITIONS`.
+
+Around the step, what the reconciler used to decide for itself is decided here too, so the
+``World`` simulator and the property machine see it:
+
+- **Pacing** (:mod:`~kubetrain.operator.policies.pacing`): a decision that would only write the
+  starting pods' counts is held (:attr:`Input.last_write`), and the pass then due carries them.
+- **Kueue releases**: in a queue, the pods the job is done with are named in
+  :attr:`Decision.release`, so that Kueue frees their group's quota.
+- **Surplus Services**: the Services of replicas a scale-down removed
+  (:attr:`Decision.delete_services`).
+- **Pods already made**: what this process created and its caches do not show yet
+  (:attr:`Input.made`) is not created again.
+- **Invalid specs**: a job that cannot be read or run (:class:`Invalid`) fails once, with
+  ``InvalidSpec`` and every field error, and is left alone after.
+
+Modules: ``values`` (what a step reads and decides), ``step`` (the step), ``transitions`` (the
+table of states and its diagram).
+"""
+
+from kubetrain.operator.lifecycle.step import DEFAULT_REFUSAL_GRACE_SECONDS, step
+from kubetrain.operator.lifecycle.transitions import TRANSITIONS, diagram
+from kubetrain.operator.lifecycle.values import Decision, Defaults, Delete, Event, Input, Invalid, Refused
+
+__all__ = [
+    "DEFAULT_REFUSAL_GRACE_SECONDS",
+    "TRANSITIONS",
+    "Decision",
+    "Defaults",
+    "Delete",
+    "Event",
+    "Input",
+    "Invalid",
+    "Refused",
+    "diagram",
+    "step",
+]

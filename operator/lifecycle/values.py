@@ -1,0 +1,150 @@
+"""What a step reads and what it decides: frozen values, nothing that talks to a cluster.
+
+:class:`Input` is one look at a valid job — its spec, its status, its pods and Services as the
+caches show them, what the apiserver refused at the last try, what this process made that the
+caches do not show yet, and the time. :class:`Invalid` is one look at a job that cannot be
+read or run. :class:`Decision` is everything the reconciler then does: the status to store,
+pods to create and delete, Services to delete, pods a queue may release, the TensorBoard to
+create, Events to send, whether to delete the job, and when to look again.
+"""
+
+from __future__ import annotations
+
+import datetime
+import fnmatch
+from collections.abc import Mapping
+
+import attrs
+
+from kubetrain.api import observed, v1beta1, validation
+from kubetrain.operator.frameworks import framework as fw_contract
+
+__all__ = ["Decision", "Defaults", "Delete", "Event", "Input", "Invalid", "Refused", "matches"]
+
+
+@attrs.frozen(kw_only=True)
+class Defaults:
+    """What the framework decides when the job does not say."""
+
+    restart_policy: v1beta1.RestartPolicy
+    restart_scope: v1beta1.RestartScope
+    success: v1beta1.SuccessPolicy
+    containers: Mapping[str, str]  # replica type -> name of its main container
+    # replica type -> the types whose pods must all be ready before it is created
+    start_after: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+
+    @classmethod
+    def of(cls, fw: fw_contract.Framework, spec: v1beta1.TrainingJobSpec) -> Defaults:
+        containers = {}
+        for key, rs in spec.replica_specs.items():
+            main = fw_contract.main_container(rs.template, fw.container)
+            containers[key] = main["name"] if main is not None else fw.container
+        return cls(
+            restart_policy=fw.restart_policy,
+            restart_scope=fw.restart_scope_of(spec),
+            success=fw.success(spec),
+            containers=containers,
+            start_after={
+                key: tuple(k for k in spec.replica_specs if matches(k, after))
+                for key in spec.replica_specs
+                for name, after in fw.start_after.items()
+                if matches(key, (name,))
+            },
+        )
+
+
+def matches(replica_type: str, patterns: tuple[str, ...]) -> bool:
+    """Whether a replica type matches any pattern (``fnmatch``, ignoring case: ``Worker*``)."""
+    return any(fnmatch.fnmatchcase(replica_type.lower(), p.lower()) for p in patterns)
+
+
+@attrs.frozen(kw_only=True)
+class Refused:
+    """One object of the job the apiserver refused to create, at the last try."""
+
+    kind: str  # Pod, Service, ConfigMap, Secret
+    name: str
+    status: int  # HTTP status of the refusal
+    message: str  # the apiserver's
+    at: datetime.datetime
+    # Of the spec the object was rendered from; refusals of an older spec are ignored.
+    generation: int | None
+
+
+@attrs.frozen(kw_only=True)
+class Input:
+    name: str
+    namespace: str = "default"
+    generation: int | None = None
+    spec: v1beta1.TrainingJobSpec
+    status: v1beta1.TrainingJobStatus
+    pods: tuple[observed.Pod, ...]
+    defaults: Defaults
+    now: datetime.datetime
+    refused: tuple[Refused, ...] = ()
+    # The gang waits in a Kueue queue as one group: a pod deleted for a restart is held by Kueue
+    # until a replacement joins its group, and a replacement cannot take its name before it is
+    # gone — so every restart that replaces pods restarts the whole gang, as a new group.
+    queued: bool = False
+    # The TensorBoard's Service exists: it is created after the Deployment, so both do.
+    tensorboard: bool = False
+    # The job's own Services, less those this process deleted and the caches still show.
+    services: tuple[observed.Service, ...] = ()
+    # Pods this process created that the caches do not show yet: not to be created again.
+    made: frozenset[str] = frozenset()
+    # When this process last wrote the job's status (policies/pacing); None after a restart.
+    last_write: datetime.datetime | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Invalid:
+    """A job whose spec cannot be read, or cannot run: it fails once, saying why."""
+
+    name: str
+    status: v1beta1.TrainingJobStatus  # as stored, as far as it can be read
+    errors: tuple[validation.FieldError, ...]
+    now: datetime.datetime
+    generation: int | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Delete:
+    pod: str
+    uid: str
+    force: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class Event:
+    type: str  # Normal or Warning
+    reason: str
+    message: str
+
+
+@attrs.frozen(kw_only=True)
+class Decision:
+    status: v1beta1.TrainingJobStatus
+    create: tuple[tuple[str, int], ...] = ()  # (replica type, index)
+    delete: tuple[Delete, ...] = ()
+    delete_job: bool = False
+    events: tuple[Event, ...] = ()
+    requeue_after: float | None = None
+    tensorboard: bool = False  # create the TensorBoard's Deployment and Service
+    # Services of replicas the spec no longer has (a scale-down), by name.
+    delete_services: tuple[str, ...] = ()
+    # Pods in a Kueue queue the job is done with, by name: marked never to be retried in their
+    # group, so that Kueue finishes the group's Workload and releases its quota.
+    release: tuple[str, ...] = ()
+
+    @property
+    def acts(self) -> bool:
+        """Whether it does anything beyond storing a status."""
+        return bool(
+            self.create
+            or self.delete
+            or self.delete_job
+            or self.events
+            or self.tensorboard
+            or self.delete_services
+            or self.release
+        )

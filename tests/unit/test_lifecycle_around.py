@@ -1,0 +1,156 @@
+"""What the step decides around a job's course, which the reconciler once decided itself.
+
+Pacing, Kueue releases, surplus Services, pods already made and invalid specs — each as a
+scenario on the simulated cluster, so that what the controller carries out is what the step
+said.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+import attrs
+from testkit.builders import a_job
+from testkit.world import World
+
+from kubetrain.api import v1beta1, validation
+from kubetrain.operator import lifecycle, memory
+from kubetrain.operator.frameworks import pytorch
+from kubetrain.operator.policies import pacing
+
+S = v1beta1.JobState
+C = v1beta1.ConditionType
+
+
+def torch(workers: int = 2, queue: str | None = None, **run: object) -> World:
+    policy = v1beta1.SchedulingPolicy(queue=queue) if queue else None
+    job = (
+        a_job("pt")
+        .framework("pytorch")
+        .replicas("Master", 1, restart_policy=v1beta1.RestartPolicy.EXIT_CODE)
+        .replicas("Worker", workers, restart_policy=v1beta1.RestartPolicy.EXIT_CODE)
+        .with_spec(run_policy=v1beta1.RunPolicy(scheduling_policy=policy, **run))  # type: ignore[arg-type]
+        .build()
+    )
+    return World(job, pytorch.FRAMEWORK)
+
+
+def test_a_count_change_alone_is_held_by_the_step_and_carried_by_the_next_write() -> None:
+    w = torch()
+    w.settle()
+    assert w.state is S.RUNNING
+    written = w.status
+    w.tick(1)
+    w.pods["pt-worker-1"] = attrs.evolve(w.pods["pt-worker-1"], ready=False)  # a probe fails
+    held = w.reconcile()
+    assert held.status == written, "the count waits"
+    assert held.requeue_after == pacing.PERIOD.total_seconds() - 1
+    w.tick(held.requeue_after or 0)
+    assert w.reconcile().status.replica_statuses["Worker"].ready == 1
+    w.exit("pt-worker-0", 137)  # what happened is written at once, the held count with it
+    d = w.reconcile()
+    assert d.status.failures, "written at once"
+
+
+def test_a_hold_is_never_taken_without_a_write_of_this_process() -> None:
+    w = torch()
+    w.reconcile()
+    w.last_write = None  # a restarted operator: nothing written by it yet
+    w.kubelets()
+    assert w.reconcile().status.replica_statuses["Worker"].active == 2
+
+
+def test_queued_pods_of_an_old_attempt_and_of_a_finished_job_are_released_once() -> None:
+    w = torch(queue="team-a")
+    w.settle()
+    assert all(p.in_queue for p in w.pods.values())
+    w.exit("pt-worker-0", 137)  # in a queue every restart is the whole gang's: a new attempt
+    d = w.reconcile()
+    assert sorted(d.release) == ["pt-master-0", "pt-worker-0", "pt-worker-1"]
+    assert w.reconcile().release == (), "marked once"
+    w.tick(60)
+    w.settle()
+    w.exit("pt-master-0", 0)
+    done = w.reconcile()
+    assert w.state is S.SUCCEEDED
+    assert sorted(done.release) == ["pt-worker-0", "pt-worker-1"], "the master succeeded: not released"
+
+
+def test_an_unqueued_job_releases_nothing() -> None:
+    w = torch()
+    w.settle()
+    w.exit("pt-master-0", 0)
+    assert w.reconcile().release == ()
+
+
+def test_the_services_of_replicas_scaled_away_are_deleted_and_only_those() -> None:
+    w = torch(workers=3, suspend=True)
+    w.job = attrs.evolve(w.job, spec=attrs.evolve(w.job.spec, run_policy=v1beta1.RunPolicy()))
+    w.settle()
+    assert sorted(w.services) == ["pt-master-0", "pt-worker-0", "pt-worker-1", "pt-worker-2"]
+    specs = dict(w.job.spec.replica_specs)
+    specs["Worker"] = attrs.evolve(specs["Worker"], replicas=1)
+    w.job = attrs.evolve(w.job, spec=attrs.evolve(w.job.spec, replica_specs=specs))
+    assert w.reconcile().delete_services == ("pt-worker-1", "pt-worker-2")
+    assert sorted(w.services) == ["pt-master-0", "pt-worker-0"]
+
+
+def test_pods_made_but_not_yet_shown_by_the_cache_are_not_made_again() -> None:
+    w = torch()
+    w.lagging = True
+    first = w.reconcile()
+    assert len(first.create) == 3
+    again = w.reconcile()  # the cache shows none of them yet
+    assert again.create == ()
+    w.kubelets()
+    w.settle()
+    assert w.state is S.RUNNING
+
+
+def test_an_invalid_job_fails_once_with_every_reason_and_keeps_its_history() -> None:
+    w = torch()
+    w.settle()
+    w.exit("pt-worker-0", 137)
+    w.settle()
+    restarts = w.status.restarts
+    w.invalid = (
+        validation.FieldError(path=("spec", "replicaSpecs", "Launcher"), message="no such type"),
+        validation.FieldError(path=("spec", "framework", "name"), message="unknown"),
+    )
+    d = w.reconcile()
+    assert w.state is S.FAILED
+    failed = next(c for c in w.status.conditions if c.type == C.FAILED)
+    assert failed.reason == "InvalidSpec"
+    assert "spec.replicaSpecs.Launcher: no such type" in failed.message
+    assert "spec.framework.name: unknown" in failed.message
+    assert [e.reason for e in d.events] == ["InvalidSpec"]
+    assert not any(c.type == C.RUNNING and c.is_true() for c in w.status.conditions)
+    assert w.status.restarts == restarts, "the history stays"
+    assert w.reconcile() == lifecycle.Decision(status=w.status), "once"
+
+
+def test_a_suspended_job_whose_spec_stops_reading_fails() -> None:
+    w = torch(suspend=True)
+    w.reconcile()
+    assert w.state is S.SUSPENDED
+    w.invalid = (validation.FieldError(path=("spec",), message="broken"),)
+    w.reconcile()
+    assert w.state is S.FAILED
+    assert (S.SUSPENDED, S.FAILED) in lifecycle.TRANSITIONS
+
+
+def test_the_memory_of_a_job_goes_with_it() -> None:
+    remembered = memory.Memory()
+    job = remembered.of("ns/a")
+    job.last_write = datetime.datetime(2026, 11, 26, tzinfo=datetime.UTC)
+    job.groups.add("a-0")
+    remembered.expected["Pod"].created("ns/a-worker-0", "ns/a")
+    remembered.expected["Service"].deleted("ns/a-worker-3", "ns/a")
+    remembered.expected["Pod"].created("ns/b-worker-0", "ns/b")
+    assert remembered.expected["Pod"].pending("ns/a") == ["ns/a-worker-0"]
+    remembered.forget("ns/a")
+    assert remembered.get("ns/a") is None
+    assert len(remembered) == 0
+    assert remembered.expected["Pod"].expected("ns/a-worker-0") is None
+    assert remembered.expected["Service"].expected("ns/a-worker-3") is None
+    assert remembered.expected["Pod"].pending("ns/b") == ["ns/b-worker-0"], "another job's stays"
