@@ -38,7 +38,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--leader-election-namespace", default="kubetrain-system")
     p.add_argument("--leader-election-id", default="kubetrain-operator-leader")
     # A pass mostly waits on the apiserver: 16 in flight keep up with 2,000 jobs arriving at once
-    # (docs/lifecycle.md, "At scale"), and an idle one costs nothing.
+    # (docs/performance.md, "The operator's own limits"), and an idle one costs nothing.
     p.add_argument("--max-concurrent-reconciles", type=int, default=16)
     p.add_argument("--metrics-bind-address", default=":8080", help="host:port, or 0 to disable")
     p.add_argument("--health-probe-bind-address", default=":8081", help="host:port, or 0 to disable")

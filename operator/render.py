@@ -101,7 +101,7 @@ def _schedule(pod: Object, g: scheduling.gang.Gang, scheduler: backend.Backend, 
     scheduler.join(pod, g)
     # Volcano reads the queue from its PodGroup; pods started late stay out of a Kueue group,
     # which is admitted only once all of its pods exist.
-    if g.queue and not scheduler.own_queues and not late:
+    if scheduler.kueue_queue(g.queue) and not late:
         scheduling.kueue.join(pod, g)
     if g.priority_class:
         pod["spec"]["priorityClassName"] = g.priority_class

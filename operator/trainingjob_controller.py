@@ -201,7 +201,7 @@ class TrainingJobReconciler:
             now=self.clock(),
             refused=remembered.refused,
             # Whether the job's gangs wait in a Kueue queue (Volcano's queues are its own).
-            queued=bool(policy and policy.queue) and not self.scheduler.own_queues,
+            queued=self.scheduler.kueue_queue(policy.queue if policy else None) is not None,
             tensorboard=self.services.store.get(
                 f"{job.metadata.namespace}/{naming.tensorboard_name(job.metadata.name or '')}"
             )

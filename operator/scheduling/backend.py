@@ -35,6 +35,10 @@ class Backend:
     # than a Kueue LocalQueue.
     own_queues: bool = False
 
+    def kueue_queue(self, queue: str | None) -> str | None:
+        """The Kueue LocalQueue a job asking for ``queue`` waits in, if it waits in Kueue's."""
+        return None if self.own_queues else queue
+
 
 def owned(g: gang_.Gang, resource: Resource, owners: list[Object], spec: Object) -> Object:
     """A namespaced group object named after the gang, owned by the job."""
