@@ -42,6 +42,9 @@ control-plane: ## build (or reuse from ~/.cache/kubetrain) etcd, Kubernetes, kwo
 
 # The cluster tiers get exactly the binaries the build script printed.
 BIN_PATH = KUBETRAIN_BIN_PATH="$$(paste -sd: .control-plane-path)"
+# The benchmarks' package, kubetrain_bench, lives in bench/ and is not installed; bench/ is put on the
+# path for them alone (never the repository root).
+BENCH_PATH = PYTHONPATH=$(CURDIR)/bench
 
 .PHONY: unit
 unit: install ## unit and property tests only (no cluster)
@@ -84,23 +87,23 @@ test: lint control-plane realcode-deps ## everything CI runs: lint, types, and e
 
 .PHONY: bench
 bench: install control-plane ## runtime benchmark: 10,000 pods + Services + 2,500 jobs, RSS by cache, sync, no-op reconcile rate
-	$(BIN_PATH) $(BIN)/python bench/runtime_bench.py $(BENCH_ARGS)
+	$(BIN_PATH) $(BENCH_PATH) $(BIN)/python bench/runtime_bench.py $(BENCH_ARGS)
 
 .PHONY: bench-jobs
 bench-jobs: install control-plane ## jobs benchmark: 500 TrainingJobs to Running vs a plain client, API requests/job
-	$(BIN_PATH) $(BIN)/python bench/jobs_bench.py $(BENCH_ARGS)
+	$(BIN_PATH) $(BENCH_PATH) $(BIN)/python bench/jobs_bench.py $(BENCH_ARGS)
 
 .PHONY: bench-writes
 bench-writes: install control-plane ## write costs: kube-apiserver CPU per write of a TrainingJob, its Services and pods, vs bare pods
-	$(BIN_PATH) $(BIN)/python bench/write_cost.py $(BENCH_ARGS)
+	$(BIN_PATH) $(BENCH_PATH) $(BIN)/python bench/write_cost.py $(BENCH_ARGS)
 
 .PHONY: bench-hostile
 bench-hostile: install control-plane ## hostile input: 10,000 generated documents through the deployed webhooks
-	$(BIN_PATH) $(BIN)/python bench/hostile_bench.py $(BENCH_ARGS)
+	$(BIN_PATH) $(BENCH_PATH) $(BIN)/python bench/hostile_bench.py $(BENCH_ARGS)
 
 .PHONY: bench-admission
 bench-admission: install control-plane ## admission latency (p50/p99) with and without the webhook's dry run; CRD size
-	$(BIN_PATH) $(BIN)/python bench/admission_bench.py $(BENCH_ARGS)
+	$(BIN_PATH) $(BENCH_PATH) $(BIN)/python bench/admission_bench.py $(BENCH_ARGS)
 
 .PHONY: dev
 dev: install control-plane ## a local control plane in the foreground (Ctrl-C stops it)

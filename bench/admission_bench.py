@@ -1,107 +1,13 @@
-"""Admission latency: what kubetrain's validating webhook adds to a TrainingJob create.
+"""``make bench-admission``: what kubetrain's validating webhook adds to a TrainingJob create.
 
-    make bench-admission       # or: python -P bench/admission_bench.py [--count 300]
+    make bench-admission       # or: PYTHONPATH=bench python -P bench/admission_bench.py [--count 300]
 
-Deploys ``config/default`` on a cluster of its own (as the hostile-input benchmark does) and
-sends, one at a time so that nothing queues, server-side dry-run creates (``dryRun=All``:
-the apiserver runs validation and every webhook, and stores nothing) of:
-
-- ``valid``: the pytorch-ddp sample (2 replica types, 3 pods): the webhook's own checks,
-  then its dry run of 2 Pods, 2 PodTemplates and 2 Services against the apiserver;
-- ``refused``: the same with a mistyped container resource: refused by the webhook's own
-  checks, no dry run;
-- ``no webhook``: the valid job again with the ValidatingWebhookConfiguration removed (the
-  conversion webhook stays): the apiserver's own cost, the floor.
-
-Timed with kubetrain's own client from this process. Prints p50/p99/max per case, and the
-CRD's size as applied and as the apiserver stores it.
+The benchmark is bench/kubetrain_bench/admission.py.
 """
 
-from __future__ import annotations
-
-import argparse
-import asyncio
-import pathlib
-import statistics
-import subprocess
 import sys
-import time
-import warnings
-from typing import Any
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
-
-from testkit import hostile_run
-from testkit.jobs import sample
-
-from kubetrain.api import crd
-from kubetrain.operator import webhooks
-from kubetrain.operator.runtime import client
-
-warnings.filterwarnings("ignore", message="Kubernetes version .* is not supported")
-
-NAMESPACE = "admission"
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-
-
-async def timed(api: client.Client, job: dict[str, Any], count: int, *, allowed: bool) -> list[float]:
-    times = []
-    for _ in range(count):
-        start = time.perf_counter()
-        try:
-            await api.create(client.TRAININGJOBS, job, NAMESPACE, dry_run=True)
-            answer = True
-        except client.ApiError as e:
-            if e.status != 422:
-                raise
-            answer = False
-        times.append(time.perf_counter() - start)
-        if answer != allowed:
-            raise SystemExit(f"unexpected answer for {job['metadata']['name']}: allowed={answer}")
-    return sorted(times)
-
-
-def line(what: str, times: list[float]) -> str:
-    p50, p99 = statistics.median(times), times[max(0, int(len(times) * 0.99) - 1)]
-    return f"  {what:<11} p50 {1000 * p50:6.1f} ms   p99 {1000 * p99:6.1f} ms   max {1000 * times[-1]:6.1f} ms   (n={len(times)})"
-
-
-async def measure(d: hostile_run.Deployment, count: int) -> dict[str, list[float]]:
-    api = await client.Client.connect(str(d.kubeconfig), qps=1e6, burst=1_000_000)
-    valid = sample("pytorch-ddp")
-    refused = sample("pytorch-ddp")
-    refused["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"] = {
-        "limits": 3
-    }
-    await timed(api, valid, 10, allowed=True)  # warm caches and connections
-    results = {"valid": await timed(api, valid, count, allowed=True)}
-    results["refused"] = await timed(api, refused, count, allowed=False)
-    d.cluster.kubectl("delete", "validatingwebhookconfiguration", webhooks.CONFIGURATION_NAME)
-    await asyncio.sleep(2)  # the apiserver drops the configuration from its webhook cache
-    results["no webhook"] = await timed(api, valid, count, allowed=True)
-    return results
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--count", type=int, default=300, help="creates per case")
-    args = parser.parse_args()
-    with hostile_run.deployment(nodes=2) as d:
-        d.namespace(NAMESPACE)
-        results = asyncio.run(measure(d, args.count))
-        stored = d.cluster.kubectl("get", "crd", crd.NAME, "-o", "json").stdout
-    applied = (ROOT / crd.CRD_PATH).read_bytes()
-    print("admission latency of a TrainingJob create (dryRun=All), one at a time:")
-    for what, times in results.items():
-        print(line(what, times))
-    print(f"CRD size: {len(applied):,} bytes of YAML as applied; {len(stored):,} bytes of JSON as stored")
-    return 0
-
+from kubetrain_bench import admission
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except subprocess.CalledProcessError as e:
-        sys.exit(f"error: {e}: {e.stderr}")
+    sys.exit(admission.main())

@@ -1,6 +1,6 @@
 """Nothing admitted that cannot run: hostile documents through the deployed webhooks.
 
-The project's hostile-input generator (tests/testkit/hostile.py) makes documents of both
+The project's hostile-input generator (bench/kubetrain_bench/hostile/) makes documents of both
 versions from the samples; each is created through the real apiserver, on a cluster of its
 own with ``config/default`` deployed (the manager serving the conversion and validating
 webhooks, as in test_deploy.py). Every document must be either refused with the field named
@@ -14,7 +14,18 @@ from __future__ import annotations
 import contextlib
 
 import pytest
-from testkit import hostile, hostile_run
+
+from kubetrain_bench.deployment import deployment
+from kubetrain_bench.hostile import generator, runner
+from kubetrain_bench.hostile.report import (
+    ACCEPTED,
+    ACCEPTED_UNRUNNABLE,
+    REJECTED_WITH_PATH,
+    REJECTED_WITHOUT_PATH,
+    SERVER_ERROR,
+    Report,
+    Result,
+)
 
 SEED = 7
 COUNT = 400
@@ -22,10 +33,10 @@ NAMESPACE = "hostile"
 
 
 @pytest.fixture(scope="module")
-def report(request: pytest.FixtureRequest) -> hostile_run.Report:
-    with hostile_run.deployment(nodes=4) as d:
+def report(request: pytest.FixtureRequest) -> Report:
+    with deployment(nodes=4) as d:
         d.namespace(NAMESPACE)
-        result = hostile_run.run(d, NAMESPACE, hostile.documents(SEED, COUNT), concurrency=8, timeout=30)
+        result = runner.run(d, NAMESPACE, generator.documents(SEED, COUNT), concurrency=8, timeout=30)
     # The figures are the point of this module: shown even when pytest captures output.
     capture = request.config.pluginmanager.getplugin("capturemanager")
     with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
@@ -33,39 +44,39 @@ def report(request: pytest.FixtureRequest) -> hostile_run.Report:
     return result
 
 
-def test_every_document_got_an_answer(report: hostile_run.Report) -> None:
+def test_every_document_got_an_answer(report: Report) -> None:
     assert len(report.results) == COUNT
     counts = report.counts()
-    assert counts[hostile_run.ACCEPTED] > 0
-    assert counts[hostile_run.REJECTED_WITH_PATH] > 0
+    assert counts[ACCEPTED] > 0
+    assert counts[REJECTED_WITH_PATH] > 0
 
 
-def test_nothing_answered_with_a_server_error(report: hostile_run.Report) -> None:
-    bad = [r for r in report.results if r.outcome == hostile_run.SERVER_ERROR]
+def test_nothing_answered_with_a_server_error(report: Report) -> None:
+    bad = [r for r in report.results if r.outcome == SERVER_ERROR]
     assert not bad, _examples(bad)
 
 
-def test_nothing_accepted_that_cannot_run(report: hostile_run.Report) -> None:
-    bad = [r for r in report.results if r.outcome == hostile_run.ACCEPTED_UNRUNNABLE]
+def test_nothing_accepted_that_cannot_run(report: Report) -> None:
+    bad = [r for r in report.results if r.outcome == ACCEPTED_UNRUNNABLE]
     assert not bad, _examples(bad)
 
 
-def test_every_rejection_names_a_field(report: hostile_run.Report) -> None:
-    bad = [r for r in report.results if r.outcome == hostile_run.REJECTED_WITHOUT_PATH]
+def test_every_rejection_names_a_field(report: Report) -> None:
+    bad = [r for r in report.results if r.outcome == REJECTED_WITHOUT_PATH]
     assert not bad, _examples(bad)
 
 
-def test_the_manager_never_crashed(report: hostile_run.Report) -> None:
+def test_the_manager_never_crashed(report: Report) -> None:
     assert report.manager_alive
     assert report.tracebacks == 0, report.traceback_lines
 
 
-def test_a_v1alpha1_list_of_the_namespace_never_failed(report: hostile_run.Report) -> None:
+def test_a_v1alpha1_list_of_the_namespace_never_failed(report: Report) -> None:
     assert report.alpha_lists > 0
     assert not report.alpha_list_failed, report.alpha_list_failures[:3]
 
 
-def _examples(results: list[hostile_run.Result]) -> str:
+def _examples(results: list[Result]) -> str:
     lines = [f"{len(results)} documents, e.g.:"]
     lines += [f"#{r.index} {r.sample} [{r.label[:160]}]: {r.message[:300]}" for r in results[:8]]
     return "\n".join(lines)

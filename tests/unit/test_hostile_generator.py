@@ -1,4 +1,4 @@
-"""The hostile-input generator (tests/testkit/hostile.py): reproducible, varied, cheap to run."""
+"""The hostile-input generator (kubetrain_bench.hostile.generator): reproducible, varied, cheap to run."""
 
 from __future__ import annotations
 
@@ -7,54 +7,55 @@ import json
 import re
 
 import pytest
-from testkit import hostile
+
+from kubetrain_bench.hostile import generator
 
 COUNT = 10_000
 
 
 @pytest.fixture(scope="module")
-def many() -> list[hostile.Doc]:
-    return list(hostile.documents(12, COUNT))
+def many() -> list[generator.Doc]:
+    return list(generator.documents(12, COUNT))
 
 
 def test_the_same_seed_gives_the_same_documents() -> None:
-    first = [(d.body, d.version, d.kinds, d.label) for d in hostile.documents(5, 300)]
-    again = [(d.body, d.version, d.kinds, d.label) for d in hostile.documents(5, 300)]
+    first = [(d.body, d.version, d.kinds, d.label) for d in generator.documents(5, 300)]
+    again = [(d.body, d.version, d.kinds, d.label) for d in generator.documents(5, 300)]
     assert json.dumps(first) == json.dumps(again)
-    other = [(d.body, d.version, d.kinds, d.label) for d in hostile.documents(6, 300)]
+    other = [(d.body, d.version, d.kinds, d.label) for d in generator.documents(6, 300)]
     assert json.dumps(first) != json.dumps(other)
 
 
-def test_a_shorter_run_is_a_prefix_of_a_longer_one(many: list[hostile.Doc]) -> None:
-    short = list(hostile.documents(12, 200))
+def test_a_shorter_run_is_a_prefix_of_a_longer_one(many: list[generator.Doc]) -> None:
+    short = list(generator.documents(12, 200))
     assert [d.label for d in short] == [d.label for d in many[:200]]
     assert json.dumps([d.body for d in short]) == json.dumps([d.body for d in many[:200]])
 
 
-def test_both_versions_and_every_sample_are_used(many: list[hostile.Doc]) -> None:
+def test_both_versions_and_every_sample_are_used(many: list[generator.Doc]) -> None:
     versions = collections.Counter(d.version for d in many)
     assert set(versions) == {"v1beta1", "v1alpha1"}
     assert min(versions.values()) > COUNT // 3
-    assert {d.sample for d in many} == {s for _v, s, _b in hostile.load_samples()}
+    assert {d.sample for d in many} == {s for _v, s, _b in generator.load_samples()}
     for d in many:
         if isinstance(d.body.get("apiVersion"), str):
             assert d.body["apiVersion"].endswith(d.version)
 
 
-def test_every_mutation_kind_is_reached(many: list[hostile.Doc]) -> None:
+def test_every_mutation_kind_is_reached(many: list[generator.Doc]) -> None:
     reached = collections.Counter(k for d in many for k in d.kinds)
-    assert set(reached) == set(hostile.KINDS)
+    assert set(reached) == set(generator.KINDS)
     assert min(reached.values()) > COUNT // 100, reached
 
 
-def test_about_one_document_in_ten_is_an_unmutated_sample(many: list[hostile.Doc]) -> None:
+def test_about_one_document_in_ten_is_an_unmutated_sample(many: list[generator.Doc]) -> None:
     unmutated = [d for d in many if not d.kinds]
     assert 0.07 * COUNT < len(unmutated) < 0.13 * COUNT
     assert all(d.label == "sample" for d in unmutated)
     assert all(1 <= len(d.kinds) <= 3 for d in many if d.kinds)
 
 
-def test_names_are_unique_and_unmutated_ones_are_short_dns_labels(many: list[hostile.Doc]) -> None:
+def test_names_are_unique_and_unmutated_ones_are_short_dns_labels(many: list[generator.Doc]) -> None:
     names = [d.name for d in many if d.name is not None]
     assert len(names) == len(set(names))
     label = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -64,14 +65,14 @@ def test_names_are_unique_and_unmutated_ones_are_short_dns_labels(many: list[hos
             assert d.name.startswith(prefix), "a mutated name keeps its unique prefix"
         if "metadata.name" not in d.label and d.name is not None:
             assert label.match(d.name), d.name
-            assert len(d.name) <= hostile.NAME_LENGTH, d.name
+            assert len(d.name) <= generator.NAME_LENGTH, d.name
 
 
-def test_no_document_asks_for_more_than_eight_replicas(many: list[hostile.Doc]) -> None:
-    assert max(hostile.total_replicas(d.body) for d in many) <= hostile.MAX_TOTAL_REPLICAS
+def test_no_document_asks_for_more_than_eight_replicas(many: list[generator.Doc]) -> None:
+    assert max(generator.total_replicas(d.body) for d in many) <= generator.MAX_TOTAL_REPLICAS
 
 
-def test_the_hand_found_cases_are_among_them(many: list[hostile.Doc]) -> None:
+def test_the_hand_found_cases_are_among_them(many: list[generator.Doc]) -> None:
     labels = "\n".join(d.label for d in many)
     for kind in ("resources_junk", "no_image", "container_name", "image_type", "args_items"):
         assert f"{kind}@spec.replicaSpecs" in labels
@@ -86,6 +87,6 @@ def test_the_hand_found_cases_are_among_them(many: list[hostile.Doc]) -> None:
 
 
 def test_mutations_do_not_touch_the_samples_they_start_from() -> None:
-    before = json.dumps(hostile.load_samples())
-    list(hostile.documents(3, 500))
-    assert json.dumps(hostile.load_samples()) == before
+    before = json.dumps(generator.load_samples())
+    list(generator.documents(3, 500))
+    assert json.dumps(generator.load_samples()) == before

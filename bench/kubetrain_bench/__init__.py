@@ -1,0 +1,23 @@
+"""kubetrain's benchmarks, as modules by role; ``bench/*.py`` are their entry points.
+
+Not an installed package: ``bench/`` is put on the path by the Makefile's bench targets
+(``PYTHONPATH=bench``), by pytest (``pythonpath``) and by mypy (``mypy_path``), and the
+repository root never is (its ``operator/`` folder would shadow the standard library's).
+
+``hostile`` (``make bench-hostile``: the hostile-input generator and runner, which the e2e
+tests use too) and ``admission`` (``make bench-admission``). What more than one uses: ``stats``
+(percentiles), ``watch`` (list, then watch), ``operator_process`` (kubetrain-operator started and
+ready), ``deployment`` (``config/default`` on a cluster of its own), ``samples`` (the
+repository's samples) and ``console`` (progress lines).
+"""
+
+from __future__ import annotations
+
+import pathlib
+import warnings
+
+BENCH = pathlib.Path(__file__).resolve().parent.parent
+ROOT = BENCH.parent
+
+# kr8s 0.20 knows Kubernetes up to 1.35; the local control plane runs 1.36.
+warnings.filterwarnings("ignore", message="Kubernetes version .* is not supported")
