@@ -4,11 +4,14 @@ Not an installed package: ``bench/`` is put on the path by the Makefile's bench 
 (``PYTHONPATH=bench``), by pytest (``pythonpath``) and by mypy (``mypy_path``), and the
 repository root never is (its ``operator/`` folder would shadow the standard library's).
 
-``hostile`` (``make bench-hostile``: the hostile-input generator and runner, which the e2e
-tests use too) and ``admission`` (``make bench-admission``). What more than one uses: ``stats``
-(percentiles), ``watch`` (list, then watch), ``operator_process`` (kubetrain-operator started and
-ready), ``deployment`` (``config/default`` on a cluster of its own), ``samples`` (the
-repository's samples) and ``console`` (progress lines).
+One subpackage per benchmark — ``jobs`` (``make bench-jobs``), ``writes`` (``make
+bench-writes``), ``runtime`` (``make bench``), ``hostile`` (``make bench-hostile``: the
+hostile-input generator and runner, which the e2e tests use too) and ``admission`` (``make
+bench-admission``) — each with its ``cli`` (arguments and ``main``). What more than one uses:
+``procs`` (readings of /proc), ``stats`` (percentiles), ``watch`` (list, then watch),
+``operator_process`` (kubetrain-operator started and ready), ``deployment`` (``config/default``
+on a cluster of its own), ``samples`` (the repository's samples), ``scripts`` (an entry point
+run as ``make`` runs it) and ``console`` (progress lines).
 """
 
 from __future__ import annotations

@@ -11,21 +11,16 @@ The one number it holds the operator to is a count: writes per job on the normal
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+from typing import Any
 
-from testkit import bench
+from kubetrain_bench import scripts
+from kubetrain_bench.jobs import report
 
 JOBS, REPLICAS = 12, 2  # what --smoke runs
 
 
 def test_the_jobs_benchmark_short_mode_runs_every_phase() -> None:
-    run = subprocess.run(
-        [sys.executable, "-P", str(bench.path("jobs_bench")), "--smoke", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    run = scripts.run("jobs_bench", "--smoke", "--json", timeout=600)
     assert run.returncode == 0, run.stderr[-4000:]
     figures = json.loads(run.stdout)
     print(_report(figures))
@@ -65,5 +60,5 @@ def test_the_jobs_benchmark_short_mode_runs_every_phase() -> None:
     assert sum(writes.values()) <= JOBS * (REPLICAS + REPLICAS + 2), writes
 
 
-def _report(figures: dict[str, object]) -> str:
-    return str(bench.load("jobs_bench").report(figures))
+def _report(figures: dict[str, Any]) -> str:
+    return report.report(figures)

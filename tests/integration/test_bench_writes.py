@@ -9,11 +9,11 @@ and the full runs (``make bench-writes``) are for measuring.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
-from testkit import bench
+
+from kubetrain_bench import scripts
+from kubetrain_bench.writes.report import per_job
 
 KINDS = {
     "TrainingJob create",
@@ -29,16 +29,11 @@ KINDS = {
 
 
 def test_the_write_cost_benchmark_measures_every_write_a_job_costs() -> None:
-    run = subprocess.run(
-        [sys.executable, "-P", str(bench.path("write_cost")), "--jobs", "10", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    run = scripts.run("write_cost", "--jobs", "10", "--json", timeout=300)
     assert run.returncode == 0, run.stderr[-4000:]
     figures = json.loads(run.stdout)
     ms, job = figures["ms_per_write"], figures["per_job_ms"]
     print(json.dumps(figures, indent=2))
     assert set(ms) == KINDS
     assert all(v >= 0 for v in ms.values()), ms
-    assert job == pytest.approx(bench.load("write_cost").per_job(ms, replicas=4, services=1))
+    assert job == pytest.approx(per_job(ms, replicas=4, services=1))
