@@ -12,7 +12,7 @@ export PYTHONSAFEPATH := 1
 
 .PHONY: help
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 
 $(VENV)/.deps: pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "kubetrain needs Python 3.11 or newer"'
@@ -27,10 +27,12 @@ install: $(VENV)/.deps ## create .venv and install kubetrain with its test tools
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e . --config-settings editable_mode=strict
 
 .PHONY: lint
-lint: install ## ruff (lint and format) and mypy --strict
-	$(BIN)/ruff check api operator devcluster client cli convert tests
-	$(BIN)/ruff format --check api operator devcluster client cli convert tests
+lint: install ## ruff (lint and format) and mypy --strict, the packages and bench/
+	$(BIN)/ruff check api operator devcluster client cli convert tests bench
+	$(BIN)/ruff format --check api operator devcluster client cli convert tests bench
 	$(BIN)/mypy -p kubetrain.api -p kubetrain.operator -p kubetrain.devcluster -p kubetrain.client -p kubetrain.cli -p kubetrain.convert
+	@# bench/ is not installed: its entry points and their package, kubetrain_bench, checked as files.
+	$(BIN)/mypy bench
 
 .PHONY: manifests
 manifests: install ## regenerate config/crd from the API types
