@@ -38,6 +38,9 @@ class Pod:
     node: str | None = None
     node_exists: bool = True
     gone: bool = False
+    # Gone without being seen to go: known only from the status's record of active indexes
+    # (the operator was down, or its watch broken, when it went).
+    vanished: bool = False
     restarts: int = 0
     exit_codes: Mapping[str, int] = attrs.field(factory=dict)
     reasons: tuple[str, ...] = ()

@@ -16,7 +16,7 @@ from typing import Annotated, Any, ClassVar
 
 import attrs
 
-from kubetrain.api import meta, naming, podtemplate, schema, validation
+from kubetrain.api import indexes, meta, naming, podtemplate, schema, validation
 from kubetrain.api.v1beta1 import framework_types, groupversion_info, policy_types, tensorboard_types
 
 DNS1035_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
@@ -393,6 +393,15 @@ class ReplicaStatus:
             doc="Restart attempt these pods belong to; pods of an older attempt are being replaced.",
         ),
     ] = 0
+    active_indexes: Annotated[
+        str,
+        schema.Field(
+            pattern=indexes.PATTERN,
+            doc='Indexes whose pod of this attempt was last seen active, as ranges ("0-3,7"): a pod '
+            "of one of them that is gone without being seen to go vanished while the operator was "
+            "not watching, and is counted as a failure.",
+        ),
+    ] = ""
 
 
 @attrs.frozen(kw_only=True, field_transformer=schema.validated)

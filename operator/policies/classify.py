@@ -3,7 +3,8 @@
 Infrastructure: the pod was disrupted (a ``DisruptionTarget`` condition: eviction,
 preemption, taint eviction, pod garbage collection, kubelet shutdown), its node is gone,
 the kubelet refused or evicted it (``Evicted``, ``Preempted``, ``OutOfcpu``, ...), it
-vanished while nobody asked for it, or its images could not be pulled for longer than
+was deleted while nobody asked for it (``PodDeleted``) or went while the operator was not
+watching (``PodVanished``: the status recorded it active, and it is gone), or its images could not be pulled for longer than
 the grace period. User code: the program exited and the pod failed, or the kubelet
 restarted one of its containers. A pod may fail several times — once per container
 restart, and once more when the pod itself fails — and :func:`new_failures` returns the
@@ -96,6 +97,8 @@ def _pod_failure(
             reason=_exit_reason(pod),
             exit_code=exit_code(pod, container),
         )
+    if pod.vanished:
+        return Failure(pod=pod, failure_class=infra, reason="PodVanished")
     if pod.gone:
         return Failure(pod=pod, failure_class=infra, reason="PodDeleted")
     due = image_pull_due(pod, grace)

@@ -2,7 +2,7 @@
 
 Whatever says what happened is written at once: a condition, the state, an attempt, a
 failure, a pod that ended. It is what users, scripts and the status lag wait for. But the
-counts of pods *starting* — ``active`` and ``ready`` — move with each pod: written at once,
+counts of pods *starting* — ``active`` and ``ready``, and the indexes ``activeIndexes`` names — move with each pod: written at once,
 a job of N replicas patches its status N times on its way to Running, and a thousand jobs
 starting together spend most of the operator's writes on numbers nobody acts on within
 seconds. A change of those counts alone waits, and the write that carries the next real
@@ -55,5 +55,8 @@ def delay(
 def _uncounted(status: v1beta1.TrainingJobStatus) -> v1beta1.TrainingJobStatus:
     return attrs.evolve(
         status,
-        replica_statuses={k: attrs.evolve(r, active=0, ready=0) for k, r in status.replica_statuses.items()},
+        replica_statuses={
+            k: attrs.evolve(r, active=0, ready=0, active_indexes="")
+            for k, r in status.replica_statuses.items()
+        },
     )

@@ -74,3 +74,53 @@ def test_a_killed_operator_picks_up_where_it_left_off(cluster: devcluster.Cluste
             assert owner["uid"] == uid, f"orphan pod {pod['metadata']['name']}"
     finally:
         op.stop()
+
+
+def test_a_pod_gone_while_the_operator_was_down_is_counted_once_and_restarts_the_world(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    # A new rank must never join an old world: a worker deleted while no operator watched is
+    # a failure (infrastructure: PodVanished), handled by the job's restart scope.
+    job = sample("pytorch-ddp", restart_policy="Never", replicaSpecs__Worker__replicas=3)
+    op = operator.start(cluster, namespace)
+    try:
+        name = create(cluster, namespace, job)
+        first = running_pods(cluster, namespace, name, 4)
+        eventually(
+            "the status to record every worker active",
+            lambda: (
+                wait_state(cluster, namespace, name, "Running")["replicaStatuses"]["Worker"].get(
+                    "activeIndexes"
+                )
+                == "0-2"
+            ),
+            timeout=30,
+        )
+        op.stop()
+        cluster.kubectl("delete", "pod", "-n", namespace, "pytorch-ddp-worker-1", "--wait=true")
+        assert "pytorch-ddp-worker-1" not in pods(cluster, namespace, name)
+        op = operator.start(cluster, namespace)
+        second = eventually(
+            "a new world",
+            lambda: (
+                (now := running_pods(cluster, namespace, name, 4))
+                and {p["metadata"]["labels"][ATTEMPT] for p in now.values()} == {"1"}
+                and now
+            ),
+            timeout=60,
+        )
+        assert not {p["metadata"]["uid"] for p in second.values()} & {
+            p["metadata"]["uid"] for p in first.values()
+        }, "no pod of the old world is left beside the new one"
+        s = wait_state(cluster, namespace, name, "Running")
+        assert s["restarts"] == {"infrastructure": 1}
+        (record,) = s["failures"]
+        assert record["reason"] == "PodVanished"
+        assert record["class"] == "Infrastructure"
+        assert (record["replicaType"], record["index"]) == ("Worker", 1)
+        # Counted once: the next passes (a pod change wakes the job) charge nothing more.
+        kwok.finish_pod(cluster, namespace, "pytorch-ddp-master-0", 0)
+        s = wait_state(cluster, namespace, name, "Succeeded")
+        assert s["restarts"] == {"infrastructure": 1}
+    finally:
+        op.stop()

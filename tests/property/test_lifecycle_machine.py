@@ -4,11 +4,13 @@ Each example is a random job (framework, restart policies, budgets, rules, scope
 cleanup, deadline) and a random sequence of what happens to its pods — exits with any
 code, kubelet restarts, evictions, lost nodes, pods vanishing, time passing, suspend and
 resume (and a rescale while suspended), an apiserver that refuses creates for a while, a cache
-that lags behind the pods just created, a stored spec that stops being valid — interleaved
-with reconciles. After every reconcile the invariants below must hold, including those of what
+that lags behind the pods just created, a stored spec that stops being valid, an operator that
+restarts (dropping everything it remembered) and pods that go while it is not watching —
+interleaved with reconciles. After every reconcile the invariants below must hold, including those of what
 the step decides around the job's own course: pacing holds only counts, queued pods are
 released exactly when the job is done with them, only Services past the counts are deleted,
-and an invalid job fails once. :class:`~testkit.world.World` also fails if a pod name is ever
+an invalid job fails once, and a pod that went unseen while recorded active is charged once
+before its index is made again. :class:`~testkit.world.World` also fails if a pod name is ever
 created twice.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from testkit.builders import a_job
@@ -197,6 +200,21 @@ class LifecycleMachine(RuleBasedStateMachine):
 
     @precondition(_ready)
     @rule(data=st.data())
+    def vanish_unseen(self, data: st.DataObject) -> None:
+        """A pod goes while the operator is down or its watch broken: no tombstone of it."""
+        pods = sorted(self.world.pods.values(), key=lambda p: p.name)
+        if pods and _now_and_then(data):
+            self.world.vanish_unseen(data.draw(st.sampled_from(pods)).name)
+
+    @precondition(_ready)
+    @rule(data=st.data())
+    def operator_restarts(self, data: st.DataObject) -> None:
+        """The operator restarts: its tombstones, pacing clock, refusals and expectations are gone."""
+        if _now_and_then(data):
+            self.world.restart_operator()
+
+    @precondition(_ready)
+    @rule(data=st.data())
     def cache_lags(self, data: st.DataObject) -> None:
         """From now on the cache shows the pods just created only after the next kubelets()."""
         if _now_and_then(data):
@@ -210,13 +228,13 @@ class LifecycleMachine(RuleBasedStateMachine):
             w = self.world
             w.invalid = () if w.invalid else (validation.FieldError(path=("spec",), message="broken"),)
 
-    @precondition(lambda self: self._ready() and self.world.job.spec.run_policy.suspend)
+    @precondition(_ready)
     @rule(data=st.data())
     def rescale(self, data: st.DataObject) -> None:
         """While suspended, the job's workers are scaled (admission allows it then)."""
         job = self.world.job
         specs = dict(job.spec.replica_specs)
-        if "Worker" not in specs:
+        if "Worker" not in specs or not job.spec.run_policy.suspend:
             return
         low = 1 if "Master" in specs else 0
         specs["Worker"] = attrs.evolve(specs["Worker"], replicas=data.draw(st.integers(low, 3)))
@@ -241,6 +259,7 @@ class LifecycleMachine(RuleBasedStateMachine):
             _check_invalid(inp, decision, old, new)
             return
         _check_around(inp, decision)
+        _check_vanished(w, decision)
         permanent = _permanent_exit_pending(inp)
         assert not (
             conditions.is_true(after.conditions, C.SUCCEEDED)
@@ -306,6 +325,7 @@ class LifecycleMachine(RuleBasedStateMachine):
 
 def _check_invalid(inp: lifecycle.Invalid, decision: lifecycle.Decision, old: S, new: S) -> None:
     """An invalid job fails once, says why once, and nothing is created or deleted for it."""
+    event("an invalid job")
     assert not decision.create
     assert not decision.delete
     assert not decision.release
@@ -327,6 +347,14 @@ def _check_around(inp: lifecycle.Input, decision: lifecycle.Decision) -> None:
     """What the step decides around the job's course: pacing, releases, Services, pods made."""
     # Pacing holds a write of the starting pods' counts alone, and never past what the step awaits.
     unpaced = lifecycle.step(attrs.evolve(inp, last_write=None))
+    for seen, what in (
+        (decision != unpaced, "a count change held"),
+        (decision.release, "queued pods released"),
+        (decision.delete_services, "surplus Services deleted"),
+        (inp.made, "pods made, not yet seen"),
+    ):
+        if seen:
+            event(what)
     if decision != unpaced:
         assert not decision.acts, "a held pass did something"
         assert decision.status == inp.status, "a held pass wrote a status"
@@ -371,6 +399,35 @@ def _check_around(inp: lifecycle.Input, decision: lifecycle.Decision) -> None:
         if s.replica_type in counts and s.index is not None and s.index >= counts[s.replica_type]
     }
     assert set(decision.delete_services) == surplus
+
+
+def _check_vanished(w: World, decision: lifecycle.Decision) -> None:
+    """A pod gone unseen, recorded active, is charged once before its index is made again."""
+    after = decision.status
+    charged = [
+        r
+        for r in after.failures[len(after.failures) - _failed_events(decision) :]
+        if r.reason == "PodVanished"
+    ]
+    if charged:
+        event("a pod gone unseen charged")
+    for r in charged:
+        key = r.replica_type.lower()
+        owed = {v for v in w.vanished_unseen if v[:2] == (key, r.index)}
+        assert owed, f"{r.pod} charged as vanished, but nothing of it went unseen"
+        w.vanished_unseen -= owed
+    finished = v1beta1.state_of(after.conditions) in FINAL
+    keys = {k.lower(): k for k in w.job.spec.replica_specs}
+    for v in list(w.vanished_unseen):
+        key = keys.get(v[0])
+        rs = after.replica_statuses.get(key) if key is not None else None
+        if finished or rs is None or rs.attempt > v[2] or v[1] >= w.job.spec.replica_specs[key].replicas:
+            w.vanished_unseen.discard(v)  # moot: a new attempt, a scale-down, or the end
+    for key, index in decision.create:
+        attempt = after.replica_statuses[key].attempt
+        assert (key.lower(), index, attempt) not in w.vanished_unseen, (
+            f"{key} {index} made again, uncharged, after its pod went unseen"
+        )
 
 
 def _now_and_then(data: st.DataObject) -> bool:

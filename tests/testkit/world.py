@@ -20,7 +20,7 @@ import itertools
 
 import attrs
 
-from kubetrain.api import naming, observed, v1beta1, validation
+from kubetrain.api import indexes, naming, observed, v1beta1, validation
 from kubetrain.operator import lifecycle
 from kubetrain.operator.frameworks import framework as fw_contract
 
@@ -53,6 +53,9 @@ class World:
         self.lagging = False
         self.unseen: dict[str, observed.Pod] = {}
         self.invalid: tuple[validation.FieldError, ...] = ()  # the stored spec no longer reads
+        # Pods that went while the operator was not watching, and whose index the stored status
+        # recorded active in their attempt: (replica type, index, attempt).
+        self.vanished_unseen: set[tuple[str, int, int]] = set()
         self.tensorboards = 0  # TensorBoards created (its Service is seen at once)
         self.decisions: list[lifecycle.Decision] = []
         self._uids = itertools.count(1)
@@ -170,6 +173,31 @@ class World:
     def _remove(self, pod: observed.Pod) -> None:
         del self.pods[pod.name]
         self.tombstones[pod.uid] = attrs.evolve(pod, gone=True)
+
+    def vanish_unseen(self, name: str) -> None:
+        """The pod goes while the operator is not watching: no tombstone is left of it."""
+        pod = self.pods.pop(name)
+        key = self._key(pod)
+        rs = self.status.replica_statuses.get(key, v1beta1.ReplicaStatus())
+        if pod.attempt == rs.attempt and pod.index in indexes.parse_indexes(rs.active_indexes):
+            self.vanished_unseen.add((pod.replica_type, pod.index, pod.attempt))
+
+    def restart_operator(self) -> None:
+        """The operator restarts: what it remembered is gone; its caches list what is there now.
+
+        A pod it had seen go (a tombstone) is then one that went unseen."""
+        live = {(p.replica_type, p.index, p.attempt) for p in self.pods.values()}
+        for pod in self.tombstones.values():
+            rs = self.status.replica_statuses.get(self._key(pod), v1beta1.ReplicaStatus())
+            at = (pod.replica_type, pod.index, pod.attempt)
+            recorded = pod.attempt == rs.attempt and pod.index in indexes.parse_indexes(rs.active_indexes)
+            if recorded and at not in live:
+                self.vanished_unseen.add(at)
+        self.tombstones.clear()
+        self.last_write = None
+        self.refused = ()
+        self.pods.update(self.unseen)
+        self.unseen.clear()
 
     # --- the cluster -----------------------------------------------------------------------
 

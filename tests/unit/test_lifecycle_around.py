@@ -13,7 +13,7 @@ import attrs
 from testkit.builders import a_job
 from testkit.world import World
 
-from kubetrain.api import v1beta1, validation
+from kubetrain.api import indexes, v1beta1, validation
 from kubetrain.operator import lifecycle, memory
 from kubetrain.operator.frameworks import pytorch
 from kubetrain.operator.policies import pacing
@@ -154,3 +154,36 @@ def test_the_memory_of_a_job_goes_with_it() -> None:
     assert remembered.expected["Pod"].expected("ns/a-worker-0") is None
     assert remembered.expected["Service"].expected("ns/a-worker-3") is None
     assert remembered.expected["Pod"].pending("ns/b") == ["ns/b-worker-0"], "another job's stays"
+
+
+def test_a_pod_gone_while_nobody_watched_is_counted_once_from_the_status_record() -> None:
+    w = torch(workers=3)
+    w.settle()
+    assert w.status.replica_statuses["Worker"].active_indexes == "0-2"
+    w.restart_operator()
+    w.vanish_unseen("pt-worker-1")  # no tombstone: the operator was down
+    d = w.reconcile()
+    (record,) = w.status.failures
+    assert (record.reason, record.failure_class) == ("PodVanished", v1beta1.FailureClass.INFRASTRUCTURE)
+    assert (record.replica_type, record.index) == ("Worker", 1)
+    assert w.status.restarts.infrastructure == 1
+    assert w.state is S.RESTARTING
+    assert {x.pod for x in d.delete} == {"pt-master-0", "pt-worker-0", "pt-worker-2"}, "a new world"
+    assert w.status.replica_statuses["Worker"].active_indexes == "", "the record moves on"
+    w.reconcile()
+    assert w.status.restarts.infrastructure == 1, "once"
+
+
+def test_a_pod_the_step_deletes_or_that_ended_is_not_recorded_active() -> None:
+    w = torch(workers=2)
+    w.settle()
+    w.exit("pt-worker-1", 0)
+    w.reconcile()
+    assert w.status.replica_statuses["Worker"].active_indexes == "0", "ended: not active"
+
+
+def test_indexes_are_written_as_ranges_and_read_back() -> None:
+    assert indexes.format_indexes([9, 0, 1, 2, 3, 7, 10]) == "0-3,7,9-10"
+    assert indexes.format_indexes([]) == ""
+    assert indexes.parse_indexes("0-3,7,9-10") == {0, 1, 2, 3, 7, 9, 10}
+    assert indexes.parse_indexes("x,2-,4") == {4}, "a malformed part is ignored"
