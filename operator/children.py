@@ -55,10 +55,17 @@ class Children:
         self.scheduler, self.accelerators, self.clock = scheduler, accelerator_config, clock
 
     async def create(
-        self, job: v1beta1.TrainingJob, fw: fw_contract.Framework, wanted: tuple[tuple[str, int], ...]
+        self,
+        job: v1beta1.TrainingJob,
+        fw: fw_contract.Framework,
+        wanted: tuple[tuple[str, int], ...],
+        joining: tuple[str, ...] = (),
     ) -> tuple[lifecycle.Refused, ...]:
-        """Create the wanted pods and what they need; what the apiserver refused."""
-        objects = render.render(job, fw, self.scheduler, pods=set(wanted), with_tensorboard=False)
+        """Create the wanted pods (``joining``: types joining an attempt under way) and what they
+        need; what the apiserver refused."""
+        objects = render.render(
+            job, fw, self.scheduler, pods=set(wanted), joining=joining, with_tensorboard=False
+        )
         pods = [o for o in objects if o["kind"] == "Pod" and not self._cached(job, o)]
         for pod in pods:
             accelerators.apply(pod, self.accelerators)
@@ -69,7 +76,7 @@ class Children:
         refused = list(await asyncio.gather(*(self._create_one(job, o) for o in shared)))
         if not any(refused):
             refused_groups = await self._create_groups(job, groups, pods)
-            pods = [p for p in pods if p["metadata"]["labels"][naming.GANG] not in refused_groups]
+            pods = [p for p in pods if p["metadata"]["labels"].get(naming.GANG) not in refused_groups]
             refused += list(refused_groups.values())
             refused += await asyncio.gather(*(self._create_one(job, o) for o in pods))
         return tuple(r for r in refused if r is not None)
@@ -104,14 +111,16 @@ class Children:
         if resource is None:
             return {}
         made = self.memory.of(_key(job)).groups
-        wanted = {p["metadata"]["labels"][naming.GANG] for p in pods}
+        wanted = {g for p in pods if (g := p["metadata"]["labels"].get(naming.GANG)) is not None}
         new = [g for g in groups if g["metadata"]["name"] in wanted - made]
         answers = await asyncio.gather(*(self._create_one(job, g) for g in new))
         refused = {g["metadata"]["name"]: r for g, r in zip(new, answers, strict=True) if r is not None}
         made |= {g["metadata"]["name"] for g in new} - set(refused)
-        # A gang no pod joins any more: its own pods are gone or going, and the scheduler keeps
-        # it (a finalizer) until they are.
-        for name in sorted(made - {g["metadata"]["name"] for g in groups}):
+        # A gang of an attempt no pod joins any more (with the gangs of pods that joined that
+        # attempt later): its own pods are gone or going, and the scheduler keeps it (a
+        # finalizer) until they are.
+        current = {g["metadata"]["name"] for g in groups}
+        for name in sorted(n for n in made if not any(n == c or n.startswith(c + "-") for c in current)):
             made.discard(name)
             await delete_exactly(self.api, resource, name, job.metadata.namespace, None)
         return refused

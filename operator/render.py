@@ -57,6 +57,7 @@ def render(
     scheduler: backend.Backend = backend.NONE,
     *,
     pods: Collection[tuple[str, int]] | None = None,
+    joining: Collection[str] = (),
     with_tensorboard: bool = True,
 ) -> list[Object]:
     """ConfigMap, Services, gang groups, Pods and TensorBoard of ``job``; raises ValidationError if it cannot run.
@@ -65,8 +66,10 @@ def render(
     join (see :mod:`.scheduling.gang`) and marks the pods; ``schedulingPolicy.queue`` puts
     them in a Kueue queue (a Volcano queue with Volcano) and ``priorityClass`` is every pod's.
     ``pods`` (replica type as the spec spells it, index) renders only those pods, so that
-    replacing one pod costs one pod's rendering; ``with_tensorboard=False`` leaves the
-    TensorBoard out (the reconciler creates it apart).
+    replacing one pod costs one pod's rendering; ``joining`` names the replica types whose pods
+    are created into an attempt under way, which join a gang of their own, not the attempt's
+    (:func:`.scheduling.gang.of_joiners`); ``with_tensorboard=False`` leaves the TensorBoard out
+    (the reconciler creates it apart).
     """
     errors = fw_contract.validate(fw, job)
     if errors:
@@ -83,28 +86,61 @@ def render(
         objects.extend(_services(world, fw))
     late = {key: fw.starts_late(key) for key in job.spec.replica_specs}
     gangs = scheduling.gang.of_attempts(job, late)
-    groups = {g.name: scheduler.group(g, owner_reference(job)) for g in gangs.values()}
+    joined = _joined(job, world, gangs, joining, pods)
+    every = [*gangs.values(), *joined.values()]
+    groups = {g.name: scheduler.group(g, owner_reference(job)) for g in every if g is not None}
     objects.extend(g for g in groups.values() if g is not None)
     for r in world.replicas:
-        if pods is not None and (r.type, r.index) not in pods:
+        if not _wanted(r, pods):
             continue
         pod = _pod(world, fw, r, has_files=bool(files), has_secret=bool(secret))
-        _schedule(pod, gangs[r.type], scheduler, late=late[r.type])
+        g = joined[r.type] if r.type in joined else gangs[r.type]
+        _schedule(pod, g, gangs[r.type], scheduler, late=late[r.type])
         objects.append(pod)
     if with_tensorboard:
         objects.extend(tensorboard.objects(job, owner_reference(job)))
     return objects
 
 
-def _schedule(pod: Object, g: scheduling.gang.Gang, scheduler: backend.Backend, *, late: bool) -> None:
+def _wanted(r: fw_contract.Replica, pods: Collection[tuple[str, int]] | None) -> bool:
+    return pods is None or (r.type, r.index) in pods
+
+
+def _joined(
+    job: v1beta1.TrainingJob,
+    world: fw_contract.World,
+    gangs: Mapping[str, scheduling.gang.Gang],
+    joining: Collection[str],
+    pods: Collection[tuple[str, int]] | None,
+) -> dict[str, scheduling.gang.Gang | None]:
+    """Replica type -> the gang of its pods created into an attempt under way (None: alone)."""
+    out: dict[str, scheduling.gang.Gang | None] = {}
+    for attempt in sorted({gangs[k].attempt for k in joining if k in gangs}):
+        keys = [k for k in joining if k in gangs and gangs[k].attempt == attempt]
+        created = [(r.type, r.index) for r in world.replicas if r.type in keys and _wanted(r, pods)]
+        out.update(dict.fromkeys(keys, scheduling.gang.of_joiners(job, created, gangs[keys[0]])))
+    return out
+
+
+def _schedule(
+    pod: Object,
+    g: scheduling.gang.Gang | None,
+    attempt: scheduling.gang.Gang,
+    scheduler: backend.Backend,
+    *,
+    late: bool,
+) -> None:
+    """Put ``pod`` in gang ``g`` (None: in none, placed alone) of its attempt's gang ``attempt``."""
+    if attempt.priority_class:
+        pod["spec"]["priorityClassName"] = attempt.priority_class
+    if g is None:
+        return
     pod["metadata"]["labels"][naming.GANG] = g.name
     scheduler.join(pod, g)
     # Volcano reads the queue from its PodGroup; pods started late stay out of a Kueue group,
     # which is admitted only once all of its pods exist.
     if scheduler.kueue_queue(g.queue) and not late:
         scheduling.kueue.join(pod, g)
-    if g.priority_class:
-        pod["spec"]["priorityClassName"] = g.priority_class
 
 
 def owner_reference(job: v1beta1.TrainingJob) -> list[Object]:

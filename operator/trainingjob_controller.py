@@ -131,7 +131,7 @@ class TrainingJobReconciler:
         if job is not None and fw is not None:
             job = attrs.evolve(job, status=decision.status)
             # Create what is missing; the next step, at once, shows what the apiserver refused.
-            refused = bool(decision.create) and await self._create(job, fw, decision.create)
+            refused = bool(decision.create) and await self._create(job, fw, decision)
             if decision.tensorboard:
                 await self.children.tensorboard(job)
             # Let a queue release the quota of the pods the job is done with.
@@ -252,10 +252,10 @@ class TrainingJobReconciler:
         return stored
 
     async def _create(
-        self, job: v1beta1.TrainingJob, fw: fw_contract.Framework, wanted: tuple[tuple[str, int], ...]
+        self, job: v1beta1.TrainingJob, fw: fw_contract.Framework, decision: lifecycle.Decision
     ) -> bool:
         """Create the wanted pods and what they need; whether the apiserver refused any."""
-        refused = await self.children.create(job, fw, wanted)
+        refused = await self.children.create(job, fw, decision.create, decision.joining)
         self.memory.of(f"{job.metadata.namespace}/{job.metadata.name}").refused = refused
         return bool(refused)
 

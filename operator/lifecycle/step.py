@@ -518,7 +518,20 @@ class _Step:
             tensorboard=self._tensorboard_missing(),
             delete_services=tuple(cleanup.surplus_services(self.spec, self.inp.services)),
             release=self._released(),
+            joining=self._joining(),
         )
+
+    def _joining(self) -> tuple[str, ...]:
+        """The replica types created into an attempt whose gang was placed already: some pod of
+        it has been on a node (or has ended, or went). Pods of an attempt none of whose pods was
+        ever placed join its gang, so that it can still be placed whole."""
+        placed = {
+            p.attempt
+            for p in self.pods
+            if self._key(p) is not None and (p.node is not None or p.finished or p.vanished)
+        }
+        created = dict.fromkeys(k for k, _ in self.creates)
+        return tuple(k for k in created if self.attempts[k] in placed)
 
     def _released(self) -> tuple[str, ...]:
         """The queued pods the job is done with, which Kueue may then let go with their quota.

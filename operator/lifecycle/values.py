@@ -135,6 +135,10 @@ class Decision:
     # Pods in a Kueue queue the job is done with, by name: marked never to be retried in their
     # group, so that Kueue finishes the group's Workload and releases its quota.
     release: tuple[str, ...] = ()
+    # Replica types whose pods to create join an attempt already placed (a replacement, a
+    # scale-up, a late launcher): they are a gang of their own, not the attempt's, whose other
+    # members may have ended (scheduling.gang.of_joiners).
+    joining: tuple[str, ...] = ()
 
     @property
     def acts(self) -> bool:

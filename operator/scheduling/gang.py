@@ -4,26 +4,31 @@ Pods carry the restart attempt of their replica type, and a new attempt always t
 next number after every attempt so far. So a gang is named by the attempt —
 ``{job}-gang-{attempt}`` — and holds exactly the pods created for it: every replica on the
 first attempt, or after a restart of the whole job; the restarted replica types after a
-``ReplicaType`` restart. A replacement for a single pod (a ``Pod`` restart) joins the gang
-that is already placed. The group objects the schedulers read have immutable specs, which is
+``ReplicaType`` restart. The group objects the schedulers read have immutable specs, which is
 why a new attempt gets a new gang rather than an edited one.
+
+Pods created into an attempt already under way — a replacement after a ``Pod`` restart, workers
+added by scaling, MPI's launcher once its workers are ready — do not join its gang: its other
+members may have finished, and a gang whose members cannot all be placed again is never placed
+(the pod would wait for ever). They are a gang of their own (:func:`of_joiners`), placed
+together, or no gang at all when one pod is created alone.
 
 ``minCount`` is ``schedulingPolicy.minAvailable`` when set, else every pod of the gang — less
 the replicas a framework starts only once others are ready (MPI's launcher): waiting for them
 to be placed together with the pods they wait for would deadlock, so they join the placed
 gang afterwards. An elastic PyTorch job trains with ``minReplicas`` nodes, so that is all its
-gang waits for; workers added by scaling join the placed gang, as replacements do.
+gang waits for.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import attrs
 
 from kubetrain.api import v1beta1
 
-__all__ = ["Gang", "name", "of_attempts"]
+__all__ = ["Gang", "name", "of_attempts", "of_joiners"]
 
 
 @attrs.frozen(kw_only=True)
@@ -37,9 +42,18 @@ class Gang:
     priority_class: str | None = None
     timeout_seconds: int | None = None
 
+    # Set for the pods created into an attempt under way: the first of them ("worker-3"),
+    # which names their gang apart from the attempt's own.
+    joining: str | None = None
+
     @property
     def name(self) -> str:
-        return name(self.job, self.attempt)
+        base = name(self.job, self.attempt)
+        return base if self.joining is None else f"{base}-{self.joining}-{self.size}"
+
+    def of_attempt(self, attempt_gang: str) -> bool:
+        """Whether this is ``attempt_gang`` or a gang of pods that joined its attempt later."""
+        return self.name == attempt_gang or self.name.startswith(attempt_gang + "-")
 
 
 def name(job: str, attempt: int) -> str:
@@ -77,3 +91,12 @@ def _fewest(job: v1beta1.TrainingJob, size: int) -> int:
     """The fewest pods the job trains with: ``minReplicas`` of an elastic job, else all."""
     elastic = job.spec.framework.elastic
     return size if elastic is None else min(size, elastic.min_replicas)
+
+
+def of_joiners(job: v1beta1.TrainingJob, pods: Collection[tuple[str, int]], base: Gang) -> Gang | None:
+    """The gang of ``pods`` (replica type, index), created together into ``base``'s attempt
+    while it is under way: all of them placed together, or None for one pod alone."""
+    if len(pods) < 2:
+        return None
+    key, index = min(pods, key=lambda p: (p[0].lower(), p[1]))
+    return attrs.evolve(base, size=len(pods), min_count=len(pods), joining=f"{key.lower()}-{index}")

@@ -13,10 +13,11 @@ from collections.abc import Iterator
 
 import pytest
 from testkit import deadlock, operator
-from testkit.jobs import condition, create, pods, status, wait_state
+from testkit.jobs import condition, create, pods, running_pods, sample, status, wait_state
 from testkit.kube import eventually
 
 from kubetrain.devcluster import cluster as devcluster
+from kubetrain.devcluster import kwok
 
 
 @pytest.fixture
@@ -175,3 +176,49 @@ def test_a_higher_priority_job_preempts_a_lower_one_whose_restart_is_infrastruct
         wait_state(cluster, namespace, "low", "Running", timeout=90)
         done = deadlock.finish(cluster, namespace, "low", sorted(pods(cluster, namespace, "low")))
         assert done["restarts"].get("userCode", 0) == 0
+
+
+def test_a_replacement_whose_gang_has_ended_is_placed_on_its_own(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    # The workers of attempt 0 have succeeded; the master fails and is replaced alone (Pod
+    # scope). In attempt 0's gang (minCount 3) it would wait for ever for members that ended.
+    job = sample(
+        "pytorch-ddp",
+        restart_policy="ExitCode",
+        replicaSpecs__Worker__replicas=2,
+        failurePolicy={"restartScope": "Pod"},
+    )
+    op = operator.start(cluster, namespace)  # auto: native is served here
+    try:
+        name = create(cluster, namespace, job)
+        first = running_pods(cluster, namespace, name, 3)
+        assert {p["spec"]["schedulingGroup"]["podGroupName"] for p in first.values()} == {f"{name}-gang-0"}
+        for worker in ("pytorch-ddp-worker-0", "pytorch-ddp-worker-1"):
+            kwok.finish_pod(cluster, namespace, worker, 0)
+        eventually(
+            "the workers to succeed",
+            lambda: all(
+                pods(cluster, namespace, name)[w]["status"].get("phase") == "Succeeded"
+                for w in ("pytorch-ddp-worker-0", "pytorch-ddp-worker-1")
+            ),
+            timeout=30,
+        )
+        kwok.finish_pod(cluster, namespace, "pytorch-ddp-master-0", 137)
+        old = first["pytorch-ddp-master-0"]["metadata"]["uid"]
+        replacement = eventually(
+            "the replacement master to run",
+            lambda: (
+                (p := pods(cluster, namespace, name).get("pytorch-ddp-master-0"))
+                and p["metadata"]["uid"] != old
+                and p["status"].get("phase") == "Running"
+                and p
+            ),
+            timeout=60,
+        )
+        assert "schedulingGroup" not in replacement["spec"], "alone: in no gang"
+        kwok.finish_pod(cluster, namespace, "pytorch-ddp-master-0", 0)
+        s = wait_state(cluster, namespace, name, "Succeeded")
+        assert s["restarts"] == {"userCode": 1}
+    finally:
+        op.stop()

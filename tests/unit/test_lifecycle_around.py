@@ -187,3 +187,23 @@ def test_indexes_are_written_as_ranges_and_read_back() -> None:
     assert indexes.format_indexes([]) == ""
     assert indexes.parse_indexes("0-3,7,9-10") == {0, 1, 2, 3, 7, 9, 10}
     assert indexes.parse_indexes("x,2-,4") == {4}, "a malformed part is ignored"
+
+
+def test_a_replacement_in_a_placed_attempt_joins_it_and_a_first_creation_does_not() -> None:
+    w = torch(workers=2)
+    first = w.reconcile()
+    assert first.joining == (), "the attempt's own gang"
+    w.settle()
+    w.job = attrs.evolve(
+        w.job,
+        spec=attrs.evolve(
+            w.job.spec, failure_policy=v1beta1.FailurePolicy(restart_scope=v1beta1.RestartScope.POD)
+        ),
+    )
+    w.exit("pt-worker-1", 137)
+    w.reconcile()  # counted, the pod deleted
+    w.kubelets()
+    w.tick(60)
+    replaced = w.reconcile()
+    assert replaced.create == (("Worker", 1),)
+    assert replaced.joining == ("Worker",), "placed alone, not in the gang of attempt 0"

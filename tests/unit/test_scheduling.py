@@ -81,6 +81,35 @@ def test_native_renders_a_podgroup_the_pods_join_before_the_pods() -> None:
         assert pod["metadata"]["labels"][naming.GANG] == "pt-gang-0"
 
 
+def test_one_pod_created_into_a_placed_attempt_is_placed_alone() -> None:
+    # A replacement must not join a gang whose other members may have ended: it would wait for
+    # them for ever.
+    job = torch_job(priority_class="high")
+    out = render.render(job, pytorch.FRAMEWORK, native.BACKEND, pods={("Worker", 1)}, joining=("Worker",))
+    (pod,) = (o for o in out if o["kind"] == "Pod")
+    assert naming.GANG not in pod["metadata"]["labels"]
+    assert "schedulingGroup" not in pod["spec"]
+    assert pod["spec"]["priorityClassName"] == "high", "its priority stays"
+    groups = [o["metadata"]["name"] for o in out if o["kind"] == "PodGroup"]
+    assert groups == ["pt-gang-0"], "no gang of its own"
+
+
+def test_several_pods_created_into_a_placed_attempt_are_a_gang_of_their_own() -> None:
+    out = render.render(
+        torch_job(),
+        pytorch.FRAMEWORK,
+        native.BACKEND,
+        pods={("Worker", 2), ("Worker", 0)},
+        joining=("Worker",),
+    )
+    group = next(o for o in out if o["kind"] == "PodGroup" and o["metadata"]["name"] != "pt-gang-0")
+    assert group["metadata"]["name"] == "pt-gang-0-worker-0-2"
+    assert group["spec"]["schedulingPolicy"]["gang"]["minCount"] == 2
+    pods = [o for o in out if o["kind"] == "Pod"]
+    assert {p["spec"]["schedulingGroup"]["podGroupName"] for p in pods} == {"pt-gang-0-worker-0-2"}
+    assert gang.of_joiners(torch_job(), [("Worker", 0)], gang.of_attempts(torch_job())["Worker"]) is None
+
+
 def test_coscheduling_labels_the_pods_and_names_its_scheduler() -> None:
     b = coscheduling.make("gangs")
     got = objects(torch_job(schedule_timeout_seconds=30), b)
