@@ -26,6 +26,7 @@ from kubetrain.operator.policies import (
     refusal,
     success,
     ttl,
+    vanished,
 )
 
 __all__ = ["DEFAULT_REFUSAL_GRACE_SECONDS", "step"]
@@ -97,9 +98,8 @@ class _Step:
         self.history = list(prev.failures)
         self.counted = {c.uid: c for c in prev.counted_failures}
         self.start_time, self.completion_time = prev.start_time, prev.completion_time
-        self.pods = sorted(
-            [*inp.pods, *self._vanished()], key=lambda p: (p.replica_type, p.index, p.name, p.uid)
-        )
+        gone = vanished.pods(inp.name, prev, self.replicas, inp.pods, self.counted, inp.made)
+        self.pods = sorted([*inp.pods, *gone], key=lambda p: (p.replica_type, p.index, p.name, p.uid))
         self.deletes: dict[str, Delete] = {}
         self.creates: list[tuple[str, int]] = []
         self.events: list[Event] = []
@@ -134,46 +134,6 @@ class _Step:
         return self._decision()
 
     # --- pods ------------------------------------------------------------------------------
-
-    def _vanished(self) -> list[observed.Pod]:
-        """Pods the status last recorded active in their attempt, gone without being seen to go.
-
-        The operator learns of a pod's end from its watch, and remembers a deleted pod for a
-        while (a tombstone); a pod that went while the operator was down, or its watch broken,
-        left neither. The status recorded its index active (``activeIndexes``): it is counted
-        once, as the infrastructure failure ``PodVanished``, and the record moves on with it.
-        """
-        out = []
-        # A pod there, or gone with its end not counted yet (the step counts it), accounts for
-        # its index; a tombstone whose end was counted is an earlier pod of that index.
-        seen = {
-            (p.replica_type, p.index, p.attempt)
-            for p in self.inp.pods
-            if not p.gone or p.uid not in self.counted or self.counted[p.uid].count <= p.restarts
-        }
-        for key, rs in self.inp.status.replica_statuses.items():
-            if key not in self.replicas or rs.attempt != self.attempts[key]:
-                continue
-            for i in sorted(indexes.parse_indexes(rs.active_indexes)):
-                name = naming.replica_name(self.inp.name, key, i)
-                if (
-                    i < self.replicas[key]
-                    and (key.lower(), i, rs.attempt) not in seen
-                    and name not in self.inp.made
-                ):
-                    out.append(
-                        observed.Pod(
-                            name=name,
-                            uid=f"vanished/{name}/{rs.attempt}",
-                            replica_type=key.lower(),
-                            index=i,
-                            attempt=rs.attempt,
-                            phase="Running",
-                            gone=True,
-                            vanished=True,
-                        )
-                    )
-        return out
 
     def _key(self, pod: observed.Pod) -> str | None:
         key = self.keys.get(pod.replica_type)

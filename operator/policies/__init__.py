@@ -3,7 +3,8 @@
 ``classify`` (infrastructure or user code), ``failure`` (rules and restart policies to
 an action), ``budget`` (what each class may spend), ``backoff`` (delay between
 restarts), ``success``, ``deadline`` (active and termination deadlines), ``ttl``,
-``cleanup`` and ``pacing`` (when a changed status is written). :mod:`kubetrain.operator.lifecycle` combines them into one step.
+``cleanup``, ``pacing`` (when a changed status is written) and ``vanished`` (pods gone while
+nobody watched). :mod:`kubetrain.operator.lifecycle` combines them into one step.
 """
 
 from kubetrain.operator.policies import (
@@ -16,6 +17,18 @@ from kubetrain.operator.policies import (
     pacing,
     success,
     ttl,
+    vanished,
 )
 
-__all__ = ["backoff", "budget", "classify", "cleanup", "deadline", "failure", "pacing", "success", "ttl"]
+__all__ = [
+    "backoff",
+    "budget",
+    "classify",
+    "cleanup",
+    "deadline",
+    "failure",
+    "pacing",
+    "success",
+    "ttl",
+    "vanished",
+]
