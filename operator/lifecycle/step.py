@@ -485,6 +485,8 @@ class _Step:
         """The replica types created into an attempt whose gang was placed already: some pod of
         it has been on a node (or has ended, or went). Pods of an attempt none of whose pods was
         ever placed join its gang, so that it can still be placed whole."""
+        if not self.creates:
+            return ()
         placed = {
             p.attempt
             for p in self.pods
