@@ -233,21 +233,21 @@ class TrainingJobReconciler:
         """Store ``status`` if it changed, only over the version read; the stored object, or None."""
         if status == old:
             return obj
-        meta = obj["metadata"]
+        md = obj["metadata"]
         patch = {
-            "metadata": {"resourceVersion": meta["resourceVersion"]},
+            "metadata": {"resourceVersion": md["resourceVersion"]},
             "status": client.merge_patch_between(wire.unstructure(old), wire.unstructure(status)),
         }
         try:
             stored: Obj = await self.api.merge_patch(
-                client.TRAININGJOBS, meta["name"], patch, meta["namespace"], subresource="status"
+                client.TRAININGJOBS, md["name"], patch, md["namespace"], subresource="status"
             )
         except client.ApiError as e:
             if e.conflict or e.not_found:
                 return None
             raise
         remembered = self.memory.of(cache.key_of(obj))
-        remembered.written = (meta["resourceVersion"], informer.strip_managed_fields(stored))
+        remembered.written = (md["resourceVersion"], informer.strip_managed_fields(stored))
         remembered.last_write = self.clock()
         return stored
 
