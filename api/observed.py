@@ -19,8 +19,10 @@ import attrs
 
 from kubetrain.api import naming, wire
 
-__all__ = ["IMAGE_PULL_REASONS", "Pod", "Service"]
+__all__ = ["IMAGE_PULL_REASONS", "NODE_NAME_FIELD", "Pod", "Service", "avoided_nodes"]
 
+# The field a node selector term matches a node's name by.
+NODE_NAME_FIELD = "metadata.name"
 IMAGE_PULL_REASONS = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})
 
 
@@ -54,6 +56,9 @@ class Pod:
     # in that group (the job is done with it).
     in_queue: bool = False
     released: bool = False
+    # The nodes its affinity keeps it off (``metadata.name NotIn``): the job's avoided nodes
+    # and the unhealthy ones, as they were when it was created.
+    avoiding: frozenset[str] = frozenset()
 
     @property
     def deleting(self) -> bool:
@@ -118,7 +123,25 @@ class Pod:
             unscheduled_since=_time(unscheduled.get("lastTransitionTime")) if unscheduled else None,
             in_queue=naming.KUEUE_QUEUE_NAME in labels,
             released=(meta.get("annotations") or {}).get(naming.KUEUE_RETRIABLE) == "false",
+            avoiding=avoided_nodes(obj.get("spec") or {}),
         )
+
+
+def avoided_nodes(pod_spec: Mapping[str, Any]) -> frozenset[str]:
+    """The node names a pod spec's required node affinity excludes, in every one of its terms."""
+    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    out: set[str] = set()
+    for i, term in enumerate(required.get("nodeSelectorTerms") or ()):
+        names = {
+            v
+            for f in term.get("matchFields") or ()
+            if f.get("key") == NODE_NAME_FIELD and f.get("operator") == "NotIn"
+            for v in f.get("values") or ()
+        }
+        out = names if i == 0 else out & names
+    return frozenset(out)
 
 
 @attrs.frozen(kw_only=True)

@@ -91,6 +91,7 @@ def text(
         _pods(pods),
         _restarts(job),
         _failures(job, now),
+        _avoided(job, now),
         _scheduling(job, now),
         tensorboard_section(job),
         _events(events, now),
@@ -227,6 +228,16 @@ def _failures(job: v1beta1.TrainingJob, now: datetime.datetime) -> str:
         f", last {len(shown)} of {len(history)}" if len(shown) < len(history) else ""
     )
     return f"{title}):\n" + output.table(headers, rows, "  ")
+
+
+def _avoided(job: v1beta1.TrainingJob, now: datetime.datetime) -> str:
+    avoided = job.status.avoided_nodes
+    if not avoided:
+        return ""
+    rows = [(a.node, a.reason, a.pod or "-", output.age(a.time, now)) for a in avoided]
+    return "Nodes kept off (new pods avoid them):\n" + output.table(
+        ("node", "reason", "pod", "age"), rows, "  "
+    )
 
 
 def _scheduling(job: v1beta1.TrainingJob, now: datetime.datetime) -> str:

@@ -60,11 +60,18 @@ class Children:
         fw: fw_contract.Framework,
         wanted: tuple[tuple[str, int], ...],
         joining: tuple[str, ...] = (),
+        keep_off: tuple[str, ...] = (),
     ) -> tuple[lifecycle.Refused, ...]:
-        """Create the wanted pods (``joining``: types joining an attempt under way) and what they
-        need; what the apiserver refused."""
+        """Create the wanted pods (``joining``: types joining an attempt under way; ``keep_off``:
+        nodes they must not run on) and what they need; what the apiserver refused."""
         objects = render.render(
-            job, fw, self.scheduler, pods=set(wanted), joining=joining, with_tensorboard=False
+            job,
+            fw,
+            self.scheduler,
+            pods=set(wanted),
+            joining=joining,
+            keep_off=keep_off,
+            with_tensorboard=False,
         )
         pods = [o for o in objects if o["kind"] == "Pod" and not self._cached(job, o)]
         for pod in pods:

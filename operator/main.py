@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from kubetrain.api import naming, validation
 from kubetrain.operator import accelerators, projection, scheduling, trainingjob_controller, webhooks
+from kubetrain.operator.policies import avoid
 from kubetrain.operator.resources import Resource
 from kubetrain.operator.runtime import cache, client, controller, logs, manager, tracing
 
@@ -81,9 +82,27 @@ def parser() -> argparse.ArgumentParser:
     # priority and fairness is what protects it; this limit only stops a runaway loop.
     p.add_argument("--kube-api-qps", type=float, default=500.0)
     p.add_argument("--kube-api-burst", type=int, default=1000)
+    p.add_argument(
+        "--unhealthy-node-conditions",
+        type=_names,
+        default=avoid.DEFAULT_CONDITIONS,
+        help="node condition types that, when True, keep new pods off the node (comma-separated; "
+        f"'' for none; default: {','.join(avoid.DEFAULT_CONDITIONS)})",
+    )
+    p.add_argument(
+        "--unhealthy-node-taints",
+        type=_names,
+        default=avoid.DEFAULT_TAINTS,
+        help="taint keys that keep new pods off a node even when they tolerate them (comma-separated; "
+        f"'' for none; default: {','.join(avoid.DEFAULT_TAINTS)})",
+    )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.add_argument("--log-format", default="json", choices=["json", "text"])
     return p
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(n.strip() for n in text.split(",") if n.strip())
 
 
 def build(
@@ -125,6 +144,9 @@ def build(
         services=children[client.SERVICES],
         config_maps=children[client.CONFIGMAPS],
         nodes=mgr.informer(client.NODES, transform=projection.node),
+        unhealthy=avoid.Unhealthy(
+            conditions=frozenset(args.unhealthy_node_conditions), taints=frozenset(args.unhealthy_node_taints)
+        ),
         tombstones=tombstones,
         accelerator_config=accelerator_config,
         scheduler=scheduler,

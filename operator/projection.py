@@ -19,7 +19,9 @@ controller-runtime's cache transforms, written per kind:
 - **Services** and **ConfigMaps** keep their metadata's identity, labels (a scale-down
   reads the replica labels of Services) and controlling owner: the reconciler asks only
   whether they exist and whose they are, never for their spec or data.
-- **Nodes** keep their name: the reconciler asks only whether a pod's node still exists.
+  A pod's node affinity is kept only as the node names it excludes (``avoiding``).
+- **Nodes** keep their name (whether a pod's node still exists), their taints' keys and the
+  types of their true conditions (whether it is unhealthy: :mod:`.policies.avoid`).
 - **TrainingJobs** keep everything but ``managedFields`` and kubectl's
   ``last-applied-configuration`` annotation (a second copy of the spec): the reconciler
   decodes the whole spec and status.
@@ -42,6 +44,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kubetrain.api import observed
 from kubetrain.operator.scheduling import kueue
 
 __all__ = ["LAST_APPLIED", "Projection", "config_map", "node", "pod", "service", "training_job"]
@@ -77,9 +80,17 @@ def pod(obj: Obj) -> Obj:
     if kept:
         out_meta["annotations"] = kept
     out = _object(obj, out_meta)
-    node_name = (obj.get("spec") or {}).get("nodeName")
-    if node_name is not None:
-        out["spec"] = {"nodeName": _text(node_name)}
+    spec = obj.get("spec") or {}
+    out_spec: Obj = {}
+    if spec.get("nodeName") is not None:
+        out_spec["nodeName"] = _text(spec["nodeName"])
+    avoiding = observed.avoided_nodes(spec)
+    if avoiding:
+        field = {"key": observed.NODE_NAME_FIELD, "operator": "NotIn", "values": sorted(map(_text, avoiding))}
+        terms = {"nodeSelectorTerms": [{"matchFields": [field]}]}
+        out_spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": terms}}
+    if out_spec:
+        out["spec"] = out_spec
     status = _pod_status(obj.get("status") or {})
     if status:
         out["status"] = status
@@ -95,11 +106,24 @@ def config_map(obj: Obj) -> Obj:
 
 
 def node(obj: Obj) -> Obj:
+    """A node's identity, the keys of its taints and the types of its true conditions but Ready
+    (what :class:`~.policies.avoid.Unhealthy` reads), without the heartbeat times."""
     meta = obj.get("metadata") or {}
     out_meta: Obj = {}
     for key in ("name", "uid", "resourceVersion"):
         _copy(out_meta, meta, key)
-    return _object(obj, out_meta)
+    out = _object(obj, out_meta)
+    taints = [{"key": _intern(t["key"])} for t in (obj.get("spec") or {}).get("taints") or () if t.get("key")]
+    if taints:
+        out["spec"] = {"taints": taints}
+    true = [
+        {"type": _intern(c["type"]), "status": "True"}
+        for c in (obj.get("status") or {}).get("conditions") or ()
+        if c.get("status") == "True" and c.get("type") not in (None, "Ready")
+    ]
+    if true:
+        out["status"] = {"conditions": true}
+    return out
 
 
 def training_job(obj: Obj) -> Obj:

@@ -26,7 +26,7 @@ import copy
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from kubetrain.api import naming, v1beta1, validation
+from kubetrain.api import naming, observed, v1beta1, validation
 from kubetrain.operator import scheduling, tensorboard
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.scheduling import backend
@@ -58,6 +58,7 @@ def render(
     *,
     pods: Collection[tuple[str, int]] | None = None,
     joining: Collection[str] = (),
+    keep_off: Collection[str] = (),
     with_tensorboard: bool = True,
 ) -> list[Object]:
     """ConfigMap, Services, gang groups, Pods and TensorBoard of ``job``; raises ValidationError if it cannot run.
@@ -68,8 +69,9 @@ def render(
     ``pods`` (replica type as the spec spells it, index) renders only those pods, so that
     replacing one pod costs one pod's rendering; ``joining`` names the replica types whose pods
     are created into an attempt under way, which join a gang of their own, not the attempt's
-    (:func:`.scheduling.gang.of_joiners`); ``with_tensorboard=False`` leaves the TensorBoard out
-    (the reconciler creates it apart).
+    (:func:`.scheduling.gang.of_joiners`); the pods keep off the nodes named in ``keep_off``
+    (:mod:`.policies.avoid`); ``with_tensorboard=False`` leaves the TensorBoard out (the
+    reconciler creates it apart).
     """
     errors = fw_contract.validate(fw, job)
     if errors:
@@ -96,6 +98,7 @@ def render(
         pod = _pod(world, fw, r, has_files=bool(files), has_secret=bool(secret))
         g = joined[r.type] if r.type in joined else gangs[r.type]
         _schedule(pod, g, gangs[r.type], scheduler, late=late[r.type])
+        _keep_off(pod["spec"], keep_off)
         objects.append(pod)
     if with_tensorboard:
         objects.extend(tensorboard.objects(job, owner_reference(job)))
@@ -284,6 +287,21 @@ def _pod(
         "metadata": _metadata(world, r.name, labels, annotations=annotations),
         "spec": spec,
     }
+
+
+def _keep_off(spec: Object, nodes: Collection[str]) -> None:
+    """Add ``metadata.name NotIn nodes`` to every term of the pod's required node affinity
+    (the terms are alternatives: each must keep off them), or make it the only term."""
+    if not nodes:
+        return
+    field = {"key": observed.NODE_NAME_FIELD, "operator": "NotIn", "values": sorted(nodes)}
+    node_affinity = spec.setdefault("affinity", {}).setdefault("nodeAffinity", {})
+    required = node_affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
+    terms = required.setdefault("nodeSelectorTerms", [])
+    if not terms:
+        terms.append({})
+    for term in terms:
+        term.setdefault("matchFields", []).append(dict(field))
 
 
 def _add_env(container: Object, env: Mapping[str, str]) -> None:

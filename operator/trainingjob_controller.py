@@ -32,8 +32,10 @@ import attrs
 
 from kubetrain.api import meta, naming, observed, v1beta1, validation, wire
 from kubetrain.operator import accelerators, children, conditions, intake, lifecycle, memory
+from kubetrain.operator import nodes as nodes_
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.frameworks import registry as fw_registry
+from kubetrain.operator.policies import avoid
 from kubetrain.operator.runtime import cache, client, events, informer, metrics
 from kubetrain.operator.runtime import reconcile as rec
 from kubetrain.operator.scheduling import backend
@@ -60,6 +62,7 @@ class TrainingJobReconciler:
         services: informer.Informer,
         config_maps: informer.Informer,
         nodes: informer.Informer | None = None,
+        unhealthy: avoid.Unhealthy | None = None,
         tombstones: cache.Tombstones | None = None,
         frameworks: fw_registry.Registry | None = None,
         recorder: events.Recorder | None = None,
@@ -70,6 +73,7 @@ class TrainingJobReconciler:
         self.api = api
         self.jobs, self.pods, self.services = jobs, pods, services
         self.nodes, self.tombstones = nodes, tombstones
+        self.health = nodes_.Health(nodes, unhealthy or avoid.Unhealthy()) if nodes is not None else None
         self.frameworks = frameworks or fw_registry.default()
         self.recorder = recorder or events.Recorder(api, clock=clock)
         self.scheduler = scheduler
@@ -176,7 +180,7 @@ class TrainingJobReconciler:
         key = f"{job.metadata.namespace}/{job.metadata.name}"
         nodes = self.nodes.store if self.nodes is not None and self.nodes.synced.is_set() else None
         pods = [
-            observed.Pod.of(p, node_exists=nodes is None or _node_exists(nodes, p))
+            observed.Pod.of(p, node_exists=nodes is None or nodes_.exists(nodes, p))
             for p in self._owned(self.pods, key, job)
         ]
         live = {p.uid for p in pods}
@@ -213,6 +217,7 @@ class TrainingJobReconciler:
             ),
             made=frozenset(k.partition("/")[2] for k in made if self.pods.store.get(k) is None),
             last_write=remembered.last_write,
+            unhealthy=self.health.unhealthy if self.health is not None else frozenset(),
         )
 
     def _owned(self, inf: informer.Informer, key: str, job: v1beta1.TrainingJob) -> list[Obj]:
@@ -255,7 +260,7 @@ class TrainingJobReconciler:
         self, job: v1beta1.TrainingJob, fw: fw_contract.Framework, decision: lifecycle.Decision
     ) -> bool:
         """Create the wanted pods and what they need; whether the apiserver refused any."""
-        refused = await self.children.create(job, fw, decision.create, decision.joining)
+        refused = await self.children.create(job, fw, decision.create, decision.joining, decision.keep_off)
         self.memory.of(f"{job.metadata.namespace}/{job.metadata.name}").refused = refused
         return bool(refused)
 
@@ -288,11 +293,6 @@ class TrainingJobReconciler:
         await asyncio.gather(
             *(children.delete_exactly(self.api, client.CHILDREN["Service"], n, ns, None) for n in names)
         )
-
-
-def _node_exists(nodes: cache.Store, pod: Obj) -> bool:
-    node = (pod.get("spec") or {}).get("nodeName")
-    return not node or nodes.get(node) is not None
 
 
 def _count(framework: str, obj: Obj, old: v1beta1.TrainingJobStatus, new: v1beta1.TrainingJobStatus) -> None:

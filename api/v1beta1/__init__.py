@@ -33,6 +33,7 @@ from kubetrain.api.v1beta1.policy_types import (
 )
 from kubetrain.api.v1beta1.tensorboard_types import TensorBoardSpec, TensorBoardStatus
 from kubetrain.api.v1beta1.trainingjob_types import (
+    AvoidedNode,
     CleanPodPolicy,
     ConditionType,
     CountedFailures,
@@ -57,6 +58,7 @@ __all__ = [
     "GROUP",
     "KIND",
     "VERSION",
+    "AvoidedNode",
     "Budget",
     "Budgets",
     "Caffe2Backend",

@@ -161,6 +161,13 @@ class FailureRule:
     restart_scope: Annotated[
         RestartScope | None, schema.Field(doc="Overrides failurePolicy.restartScope for this rule.")
     ] = None
+    avoid_node: Annotated[
+        bool,
+        schema.Field(
+            doc="Replacements keep off the node the pod failed on (a device error, say): it joins "
+            "status.avoidedNodes."
+        ),
+    ] = False
 
 
 @attrs.frozen(kw_only=True, field_transformer=schema.validated)

@@ -24,6 +24,8 @@ REPLICA_TYPE = r"^[A-Za-z][A-Za-z0-9]*$"
 MAX_NAME_LENGTH = 63
 MAX_REPLICA_TYPES = 16
 MAX_FAILURE_HISTORY = 64
+# The nodes a job's replacements keep off, newest last; the oldest is let go first.
+MAX_AVOIDED_NODES = 16
 
 
 class RestartPolicy(enum.StrEnum):
@@ -443,6 +445,16 @@ class CountedFailures:
 
 
 @attrs.frozen(kw_only=True, field_transformer=schema.validated)
+class AvoidedNode:
+    """A node the job's replacements keep off, and the failure that put it here."""
+
+    node: Annotated[str, schema.Field(max_length=253)]
+    reason: Annotated[str, schema.Field(max_length=128, doc="Why: the failure's reason, e.g. NodeLost.")]
+    pod: Annotated[str | None, schema.Field(doc="The pod that failed there.")] = None
+    time: datetime.datetime = attrs.field(converter=meta.utc)
+
+
+@attrs.frozen(kw_only=True, field_transformer=schema.validated)
 class TrainingJobStatus:
     """The observed state of the job; written only by the operator."""
 
@@ -466,6 +478,15 @@ class TrainingJobStatus:
     counted_failures: Annotated[
         tuple[CountedFailures, ...],
         schema.Field(list_map_keys=("uid",), doc="Failures already charged, per pod that still exists."),
+    ] = ()
+    avoided_nodes: Annotated[
+        tuple[AvoidedNode, ...],
+        schema.Field(
+            max_items=MAX_AVOIDED_NODES,
+            list_map_keys=("node",),
+            doc="Nodes where an infrastructure failure happened, which new pods of the job keep off "
+            "(node affinity) until keeping off them would leave a pod unschedulable.",
+        ),
     ] = ()
     observed_generation: Annotated[int | None, schema.Field(minimum=0)] = None
     tensorboard: tensorboard_types.TensorBoardStatus | None = None

@@ -15,6 +15,7 @@ from kubetrain.api import indexes, naming, observed, v1beta1
 from kubetrain.operator import conditions, tensorboard
 from kubetrain.operator.lifecycle.values import Decision, Delete, Event, Input, Invalid
 from kubetrain.operator.policies import (
+    avoid,
     backoff,
     budget,
     classify,
@@ -97,6 +98,7 @@ class _Step:
         self.counts = prev.restarts
         self.history = list(prev.failures)
         self.counted = {c.uid: c for c in prev.counted_failures}
+        self.avoided = prev.avoided_nodes
         self.start_time, self.completion_time = prev.start_time, prev.completion_time
         gone = vanished.pods(inp.name, prev, self.replicas, inp.pods, self.counted, inp.made)
         self.pods = sorted([*inp.pods, *gone], key=lambda p: (p.replica_type, p.index, p.name, p.uid))
@@ -126,6 +128,7 @@ class _Step:
         self._restart(restarts)
         if self._refused_for_good():
             return self._decision()
+        self._unblock()
         self._delete_stale_and_surplus()
         self._force_overdue()
         self._create_missing()
@@ -240,7 +243,9 @@ class _Step:
         return True
 
     def _placement(self) -> placement.Placement | None:
-        pods = [p for p in self._live() if self._current(p) and p.deleted is None]
+        pods = [
+            p for p in self._live() if self._current(p) and p.deleted is None and p.name not in self.deletes
+        ]
         policy = self.spec.run_policy.scheduling_policy
         return placement.assess(pods, policy.queue if policy else None)
 
@@ -324,6 +329,8 @@ class _Step:
                         action=action,
                     )
                 )
+                if avoid.tied_to_node(f, rule_says=v.avoid_node):
+                    self.avoided = avoid.remember(self.avoided, f, self.now)
                 what = _describe(pod, key, f, v, action)
                 self.events.append(Event(type="Warning", reason="PodFailed", message=what))
                 if action is Action.FAIL_JOB:
@@ -355,6 +362,28 @@ class _Step:
         attempt = max(self.attempts.values(), default=0) + 1
         for key in keys:
             self.attempts[key] = attempt
+
+    def _keep_off(self) -> frozenset[str]:
+        return avoid.wanted(self.avoided, self.inp.unhealthy)
+
+    def _unblock(self) -> None:
+        """Let the avoided nodes go if keeping off them leaves a pod unplaceable, and make again
+        each such pod that keeps off a node no longer kept off (its end is not a failure)."""
+        stuck = avoid.blocked(p for p in self._live() if self._current(p))
+        why = avoid.release(self.avoided, stuck)
+        if why is not None:
+            self.avoided = ()
+            self.events.append(Event(type="Normal", reason="AvoidedNodesReleased", message=why))
+        wanted = self._keep_off()
+        for pod in stuck:
+            key = self._key(pod)
+            assert key is not None
+            own = observed.avoided_nodes(self.spec.replica_specs[key].template.get("spec") or {})
+            if pod.avoiding - wanted - own:
+                self.counted[pod.uid] = v1beta1.CountedFailures(
+                    pod=pod.name, uid=pod.uid, count=pod.restarts + 1
+                )
+                self._delete(pod)
 
     def _delete_stale_and_surplus(self) -> None:
         for pod in self._live():
@@ -466,6 +495,7 @@ class _Step:
             counted_failures=tuple(c for uid, c in self.counted.items() if uid in observed_uids),
             observed_generation=self.inp.generation,
             tensorboard=tensorboard.status(self.inp.name, self.inp.namespace, self.spec),
+            avoided_nodes=self.avoided,
         )
         later = [d for d in self.dues if d > self.now]
         return Decision(
@@ -479,6 +509,7 @@ class _Step:
             delete_services=tuple(cleanup.surplus_services(self.spec, self.inp.services)),
             release=self._released(),
             joining=self._joining(),
+            keep_off=tuple(sorted(self._keep_off())) if self.creates else (),
         )
 
     def _joining(self) -> tuple[str, ...]:

@@ -94,6 +94,8 @@ class Input:
     made: frozenset[str] = frozenset()
     # When this process last wrote the job's status (policies/pacing); None after a restart.
     last_write: datetime.datetime | None = None
+    # Nodes the operator is told are unhealthy now (policies/avoid): new pods keep off them.
+    unhealthy: frozenset[str] = frozenset()
 
 
 @attrs.frozen(kw_only=True)
@@ -139,6 +141,8 @@ class Decision:
     # scale-up, a late launcher): they are a gang of their own, not the attempt's, whose other
     # members may have ended (scheduling.gang.of_joiners).
     joining: tuple[str, ...] = ()
+    # The nodes the pods to create keep off (policies/avoid), by name.
+    keep_off: tuple[str, ...] = ()
 
     @property
     def acts(self) -> bool:

@@ -30,6 +30,7 @@ class Verdict:
     scope: v1beta1.RestartScope
     rule: str | None = None
     reason: str
+    avoid_node: bool = False  # the rule keeps replacements off the pod's node
 
 
 def is_retryable_exit_code(code: int | None) -> bool:
@@ -53,6 +54,7 @@ def verdict(
                 scope=rule.restart_scope or scope,
                 rule=rule.name,
                 reason=f"Rule:{rule.name}",
+                avoid_node=rule.avoid_node,
             )
     if f.failure_class is v1beta1.FailureClass.INFRASTRUCTURE:
         return Verdict(action=Action.RESTART, scope=scope, reason="InfrastructureFailure")

@@ -180,6 +180,45 @@ def test_a_node_whose_kubelet_stops_loses_its_pods_which_come_back_elsewhere(
         eventually("the node to be Ready again", lambda: _ready(cluster, node.name), timeout=60, interval=1)
 
 
+def test_a_device_error_on_one_real_node_sends_the_replacement_to_the_other(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    # The process fails with exit code 74 (a device error, as a GPU health check would) on the
+    # node it prefers, and runs anywhere else. Its replacement must not go back there.
+    bad = cluster.real_nodes[0].name
+    code = f"import os, time; os.environ['NODE'] == '{bad}' and os._exit(74); print('up', flush=True); time.sleep(600)"
+    job = example_job(
+        "xid",
+        {"Worker": {"command": ["python3", "-c", code]}},
+        failurePolicy={
+            "restartScope": "Pod",
+            "rules": [
+                {"name": "xid", "action": "Restart", "onExitCodes": {"values": [74]}, "avoidNode": True}
+            ],
+        },
+    )
+    pod_spec = job["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]
+    pod_spec["containers"][0]["env"] = [
+        {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
+    ]
+    prefer = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [bad]}]}
+    pod_spec["affinity"] = {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": prefer}]
+        }
+    }
+    jobs.create(cluster, namespace, job)
+    s = wait_failures(cluster, namespace, "xid", 1, timeout=120)
+    (record,) = failures(s)
+    assert (record["node"], record["exitCode"], record["rule"]) == (bad, 74, "xid")
+    assert [a["node"] for a in s["avoidedNodes"]] == [bad]
+    s = jobs.wait_state(cluster, namespace, "xid", "Running", timeout=120)
+    pod = jobs.pods(cluster, namespace, "xid")["xid-worker-0"]
+    assert pod["spec"]["nodeName"] == cluster.real_nodes[1].name, "kept off the node that failed it"
+    assert "up" in logs(cluster, namespace, "xid-worker-0")
+    assert len(failures(s)) == 1, "no second failure: it did not go back"
+
+
 def _ready(c: devcluster.Cluster, name: str) -> bool:
     node = json.loads(c.kubectl("get", "node", name, "-o", "json").stdout)
     return any(x["type"] == "Ready" and x["status"] == "True" for x in node["status"]["conditions"])

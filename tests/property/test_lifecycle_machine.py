@@ -3,15 +3,16 @@
 Each example is a random job (framework, restart policies, budgets, rules, scope,
 cleanup, deadline) and a random sequence of what happens to its pods — exits with any
 code, kubelet restarts, evictions, lost nodes, pods vanishing, time passing, suspend and
-resume (and a rescale while suspended), an apiserver that refuses creates for a while, a cache
-that lags behind the pods just created, a stored spec that stops being valid, an operator that
-restarts (dropping everything it remembered) and pods that go while it is not watching —
-interleaved with reconciles. After every reconcile the invariants below must hold, including those of what
-the step decides around the job's own course: pacing holds only counts, queued pods are
-released exactly when the job is done with them, only Services past the counts are deleted,
-an invalid job fails once, and a pod that went unseen while recorded active is charged once
-before its index is made again. :class:`~testkit.world.World` also fails if a pod name is ever
-created twice.
+resume (and a rescale while suspended), an apiserver that refuses creates for a while, nodes
+that turn unhealthy and well again, a cache that lags behind the pods just created, a stored
+spec that stops being valid, an operator that restarts (dropping everything it remembered) and
+pods that go while it is not watching — interleaved with reconciles. After every reconcile the
+invariants below must hold, including those of what the step decides around the job's own
+course: pacing holds only counts, queued pods are released exactly when the job is done with
+them, only Services past the counts are deleted, an invalid job fails once, a pod that went
+unseen while recorded active is charged once before its index is made again, and a node that
+failed a pod is kept off (boundedly) without ever stranding one. :class:`~testkit.world.World`
+also fails if a pod name is ever created twice.
 """
 
 from __future__ import annotations
@@ -28,12 +29,12 @@ from testkit.world import World
 from kubetrain.api import naming, observed, v1beta1, validation
 from kubetrain.operator import conditions, lifecycle
 from kubetrain.operator.frameworks import pytorch, tensorflow
-from kubetrain.operator.policies import budget, pacing, refusal
+from kubetrain.operator.policies import avoid, budget, pacing, refusal
 
 S = v1beta1.JobState
 C = v1beta1.ConditionType
 FINAL = {S.SUCCEEDED, S.FAILED}
-EXIT_CODES = st.sampled_from([0, 0, 0, 1, 2, 42, 127, 128, 130, 137, 137, 143, 255])
+EXIT_CODES = st.sampled_from([0, 0, 0, 1, 2, 42, 74, 127, 128, 130, 137, 137, 143, 255])
 # Disruptions and suspensions act one time in RARELY, so that jobs also get to finish.
 RARELY = 4
 POLICIES = st.sampled_from(v1beta1.RestartPolicy)
@@ -49,6 +50,12 @@ RULES = (
     ),
     v1beta1.FailureRule(
         name="config", action=v1beta1.FailureAction.FAIL_JOB, on_exit_codes=v1beta1.ExitCodeMatch(values=(2,))
+    ),
+    v1beta1.FailureRule(
+        name="device",
+        action=v1beta1.FailureAction.RESTART,
+        on_exit_codes=v1beta1.ExitCodeMatch(values=(74,)),
+        avoid_node=True,
     ),
     v1beta1.FailureRule(
         name="infra",
@@ -159,6 +166,12 @@ class LifecycleMachine(RuleBasedStateMachine):
             self.world.lose_node(node)
 
     @precondition(_ready)
+    @rule(data=st.data(), node=st.sampled_from(["node-0", "node-1", "node-2"]))
+    def node_health_changes(self, data: st.DataObject, node: str) -> None:
+        if _now_and_then(data):
+            self.world.unhealthy ^= {node}
+
+    @precondition(_ready)
     @rule(seconds=st.integers(1, 120))
     def tick(self, seconds: int) -> None:
         self.world.tick(seconds)
@@ -260,6 +273,7 @@ class LifecycleMachine(RuleBasedStateMachine):
             return
         _check_around(inp, decision)
         _check_vanished(w, decision)
+        _check_avoided(inp, decision)
         permanent = _permanent_exit_pending(inp)
         assert not (
             conditions.is_true(after.conditions, C.SUCCEEDED)
@@ -428,6 +442,41 @@ def _check_vanished(w: World, decision: lifecycle.Decision) -> None:
         assert (key.lower(), index, attempt) not in w.vanished_unseen, (
             f"{key} {index} made again, uncharged, after its pod went unseen"
         )
+
+
+def _check_avoided(inp: lifecycle.Input, decision: lifecycle.Decision) -> None:
+    """Nodes that failed a pod are kept off, boundedly, and never leave a pod stranded."""
+    before, after = inp.status.avoided_nodes, decision.status.avoided_nodes
+    names = [a.node for a in after]
+    assert len(names) == len(set(names)) <= v1beta1.trainingjob_types.MAX_AVOIDED_NODES
+    released = any(e.reason == "AvoidedNodesReleased" for e in decision.events)
+    if released:
+        event("avoided nodes let go")
+        assert before, "let go of nothing"
+    new_records = decision.status.failures[len(decision.status.failures) - _failed_events(decision) :]
+    for r in new_records:
+        tied = r.rule == "device" or (
+            r.failure_class is v1beta1.FailureClass.INFRASTRUCTURE and r.reason in avoid.NODE_REASONS
+        )
+        if tied and r.node is not None and r.reason != "PodVanished" and not released:
+            event("a node kept off after a failure")
+            assert r.node in names, f"{r.node} failed {r.pod} ({r.reason}) but is not kept off"
+    if decision.create:
+        assert set(decision.keep_off) == {a.node for a in after} | inp.unhealthy, "new pods keep off them"
+    # A pod stranded by the nodes it keeps off is made again once one of them is no longer kept off.
+    wanted = set(names) | inp.unhealthy
+    deleted = {d.pod for d in decision.delete}
+    for p in avoid.blocked(inp.pods):
+        if p.attempt >= inp.status.replica_statuses.get(_key(inp, p), v1beta1.ReplicaStatus()).attempt:
+            assert (
+                p.avoiding <= wanted
+                or p.name in deleted
+                or v1beta1.state_of(decision.status.conditions) in FINAL
+            ), f"{p.name} left stranded keeping off {sorted(p.avoiding - wanted)}"
+
+
+def _key(inp: lifecycle.Input, pod: observed.Pod) -> str:
+    return next((k for k in inp.spec.replica_specs if k.lower() == pod.replica_type), "")
 
 
 def _now_and_then(data: st.DataObject) -> bool:

@@ -5,7 +5,8 @@ carries out a :class:`~kubetrain.operator.lifecycle.Decision` (creates pods Pend
 with the attempt their type's status names, deletes them with a grace period, force
 deletes them), runs the kubelets (pending pods start, deleted pods on live nodes go
 away, leaving a tombstone), and lets tests make things happen to pods: exit, be
-restarted in place by the kubelet, be evicted, lose their node. It also plays what the
+restarted in place by the kubelet, be evicted, lose their node; and nodes turn unhealthy. Its
+scheduler honours the nodes a pod keeps off, and says so when no node is left. It also plays what the
 reconciler does around the step: the Services a create pass makes (one per replica), the
 Services and queued pods a decision lets go, the status writes pacing counts from, a cache
 that lags behind the pods just created (:attr:`World.lagging`), and a stored spec that stops
@@ -37,6 +38,7 @@ class World:
         self.tombstones: dict[str, observed.Pod] = {}
         self.nodes = [f"node-{i}" for i in range(nodes)]
         self.lost: set[str] = set()
+        self.unhealthy: set[str] = set()  # nodes the operator is told are unhealthy
         self.deleted_job = False
         # Pods the simulated apiserver refuses to create: name -> (status, message).
         self.refusing: dict[str, tuple[int, str]] = {}
@@ -96,6 +98,7 @@ class World:
             services=tuple(self.services.values()),
             made=frozenset(self.unseen),
             last_write=self.last_write,
+            unhealthy=frozenset(self.unhealthy),
         )
 
     def reconcile(self) -> lifecycle.Decision:
@@ -118,7 +121,7 @@ class World:
         for key, index in decision.create:
             name = naming.replica_name(self.name, key, index)
             if name not in self.refusing:
-                self._create(key, index)
+                self._create(key, index, frozenset(decision.keep_off))
                 continue
             status, message = self.refusing[name]
             refused.append(
@@ -146,7 +149,7 @@ class World:
         self.tensorboards += decision.tensorboard
         return decision
 
-    def _create(self, key: str, index: int) -> None:
+    def _create(self, key: str, index: int, keep_off: frozenset[str]) -> None:
         name = naming.replica_name(self.name, key, index)
         assert name not in self.pods, f"{name} created twice"
         assert name not in self.unseen, f"{name} created twice while the cache lagged"
@@ -158,6 +161,7 @@ class World:
             attempt=self.status.replica_statuses[key].attempt,
             created=self.now,
             in_queue=self.queued,
+            avoiding=keep_off,
         )
         (self.unseen if self.lagging else self.pods)[name] = pod
 
@@ -213,8 +217,20 @@ class World:
             if pod.deleted is not None:
                 self._remove(pod)
             elif pod.phase == "Pending" and pod.name not in self.held:
-                node = next(n for n in self._placement if n not in self.lost)
-                self.pods[pod.name] = attrs.evolve(pod, phase="Running", ready=True, node=node)
+                self._schedule(pod)
+
+    def _schedule(self, pod: observed.Pod) -> None:
+        """Place ``pod`` on the next live node its affinity allows, or say it cannot be placed."""
+        fits = [n for n in self.nodes if n not in self.lost and n not in pod.avoiding]
+        if fits:
+            node = next(n for n in self._placement if n in fits)
+            self.pods[pod.name] = attrs.evolve(pod, phase="Running", ready=True, node=node, unscheduled=None)
+        elif pod.unscheduled is None:
+            k = len(self.nodes) - len(self.lost)
+            said = f"0/{k} nodes are available: {k} node(s) didn't match Pod's node affinity/selector."
+            self.pods[pod.name] = attrs.evolve(
+                pod, unscheduled=("Unschedulable", said), unscheduled_since=self.now
+            )
 
     def exit(self, name: str, code: int, reason: str | None = None) -> None:
         """The pod's main container exits; the kubelet restarts it if the pod's policy says so."""

@@ -176,6 +176,16 @@ def test_a_long_history_shows_the_last_failures_and_says_so() -> None:
     assert len(lines) == 2 + describe.HISTORY
 
 
+def test_the_nodes_kept_off_are_listed_with_the_failure_that_put_them_there() -> None:
+    job = failed_job()
+    assert "Nodes kept off" not in describe.text(job, [], [], NOW)
+    kept = (v1beta1.AvoidedNode(node="gpu-7", reason="Error", pod="pt-worker-0", time=ago(90)),)
+    job = with_status(job, conditions=job.status.conditions, avoided_nodes=kept)
+    lines = section(describe.text(job, [], [], NOW), "Nodes kept off")
+    assert lines[1].split() == ["NODE", "REASON", "POD", "AGE"]
+    assert lines[2].split() == ["gpu-7", "Error", "pt-worker-0", "90s"]
+
+
 def test_a_queued_job_names_its_queue_and_its_scheduling_policy() -> None:
     policy = v1beta1.SchedulingPolicy(queue="team-q", min_available=3, priority_class="high")
     job = (

@@ -18,7 +18,7 @@ from testkit.builders import a_job
 
 from kubetrain.api import naming, observed, scheme, v1beta1
 from kubetrain.operator import projection
-from kubetrain.operator.policies import cleanup
+from kubetrain.operator.policies import avoid, cleanup
 from kubetrain.operator.runtime import cache
 from kubetrain.operator.scheduling import kueue
 
@@ -88,10 +88,29 @@ def unschedulable(pod: dict[str, Any]) -> dict[str, Any]:
     return pod
 
 
-PODS = [recorded("pod"), failed(recorded("pod")), unschedulable(recorded("pod"))]
+def keeping_off(pod: dict[str, Any]) -> dict[str, Any]:
+    """``pod`` rendered to keep off two nodes, in both of the user's node selector terms."""
+    pod = unschedulable(pod)
+    nodes = {"key": "metadata.name", "operator": "NotIn", "values": ["node-007", "node-003"]}
+    terms = [
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}], "matchFields": [nodes]},
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}], "matchFields": [nodes]},
+    ]
+    pod["spec"]["affinity"] = {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
+    }
+    return pod
 
 
-@pytest.mark.parametrize("pod", PODS, ids=["running", "failed", "unschedulable"])
+PODS = [
+    recorded("pod"),
+    failed(recorded("pod")),
+    unschedulable(recorded("pod")),
+    keeping_off(recorded("pod")),
+]
+
+
+@pytest.mark.parametrize("pod", PODS, ids=["running", "failed", "unschedulable", "keeping-off"])
 def test_a_projected_pod_reads_as_the_pod(pod: dict[str, Any]) -> None:
     projected = projection.pod(pod)
     for gone in (False, True):
@@ -127,6 +146,8 @@ def test_the_facts_survive_in_detail() -> None:
     )
     assert pending.unscheduled_since is not None
     assert pending.waiting == {"ContainerCreating"}
+    assert pending.avoiding == frozenset()
+    assert observed.Pod.of(projection.pod(keeping_off(recorded("pod")))).avoiding == {"node-003", "node-007"}
 
 
 def test_a_projected_pod_is_a_small_part_of_the_pod() -> None:
@@ -213,6 +234,21 @@ def test_a_node_keeps_its_name() -> None:
     assert set(projected["metadata"]) == {"name", "uid", "resourceVersion"}
     assert "status" not in projected
     assert size(projected) < size(node) / 20
+
+
+def test_a_node_keeps_what_says_it_is_unhealthy() -> None:
+    node = recorded("node")
+    node["spec"]["taints"] = [{"key": "nvidia.com/gpu-unhealthy", "effect": "NoSchedule", "value": "x"}]
+    node["status"]["conditions"].append({"type": "KernelDeadlock", "status": "True", "reason": "Hung"})
+    node["status"]["conditions"].append({"type": "ReadonlyFilesystem", "status": "False"})
+    projected = projection.node(node)
+    assert projected["spec"] == {"taints": [{"key": "nvidia.com/gpu-unhealthy"}]}
+    assert projected["status"] == {"conditions": [{"type": "KernelDeadlock", "status": "True"}]}
+    rule = avoid.Unhealthy(conditions=frozenset({"KernelDeadlock"}), taints=frozenset())
+    assert rule.why(projected) == rule.why(node) == "condition KernelDeadlock"
+    rule = avoid.Unhealthy(conditions=frozenset(), taints=frozenset({"nvidia.com/gpu-unhealthy"}))
+    assert rule.why(projected) == "taint nvidia.com/gpu-unhealthy"
+    assert avoid.Unhealthy(conditions=frozenset(), taints=frozenset()).why(projected) is None
 
 
 def test_a_training_job_keeps_all_but_managed_fields_and_kubectls_copy() -> None:

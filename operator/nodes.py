@@ -1,0 +1,48 @@
+"""What the reconciler knows of nodes: which exist, and which are unhealthy now.
+
+The nodes' cache (projected: names, taint keys, true condition types) answers whether a
+pod's node still exists. :class:`Health` follows the same cache's events and keeps the names
+of the nodes that :class:`~.policies.avoid.Unhealthy` calls unhealthy, so a step reads them as
+one frozen set instead of looking at every node.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kubetrain.operator.policies import avoid
+from kubetrain.operator.runtime import cache, informer
+
+__all__ = ["Health", "exists"]
+
+log = logging.getLogger(__name__)
+
+
+def exists(nodes: cache.Store, pod: dict[str, Any]) -> bool:
+    """Whether the node ``pod`` was placed on (if any) is still there."""
+    node = (pod.get("spec") or {}).get("nodeName")
+    return not node or nodes.get(node) is not None
+
+
+class Health:
+    """The unhealthy nodes among those ``nodes`` holds, kept up to date by its events."""
+
+    def __init__(self, nodes: informer.Informer, rule: avoid.Unhealthy) -> None:
+        self.rule = rule
+        self._why: dict[str, str] = {}
+        self.unhealthy: frozenset[str] = frozenset()
+        nodes.add_handler(self.handler)
+
+    def handler(self, event: str, obj: cache.Obj, old: cache.Obj | None) -> None:
+        name = obj["metadata"]["name"]
+        why = None if event == "DELETED" else self.rule.why(obj)
+        if why == self._why.get(name):
+            return
+        if why is None:
+            del self._why[name]
+            log.info("node %s is healthy again", name)
+        else:
+            self._why[name] = why
+            log.info("node %s is unhealthy (%s): new pods keep off it", name, why)
+        self.unhealthy = frozenset(self._why)
