@@ -34,10 +34,15 @@ from kubetrain.operator.scheduling import backend
 __all__ = [
     "CONFIG_MOUNT",
     "DEFAULT_CONTAINER",
+    "LAST_RESTART_REASON_ENV",
+    "RESTARTS_ENV",
+    "RESTART_ATTEMPT_ENV",
+    "RESTART_ENV",
     "SECRET_MODE",
     "owner_reference",
     "pod_restart_policy",
     "render",
+    "restart_env",
 ]
 
 CONFIG_MOUNT = fw_contract.CONFIG_MOUNT
@@ -45,6 +50,11 @@ _CONFIG_VOLUME = "kubetrain-config"
 _SECRET_VOLUME = "kubetrain-secret"
 # Owner read and write only: ssh refuses a private key that others can read.
 SECRET_MODE = 0o600
+# Every main container's: its attempt, the job's restarts so far, the last restart's reason.
+RESTART_ATTEMPT_ENV = "KUBETRAIN_RESTART_ATTEMPT"
+RESTARTS_ENV = "KUBETRAIN_RESTARTS"
+LAST_RESTART_REASON_ENV = "KUBETRAIN_LAST_RESTART_REASON"
+RESTART_ENV = (RESTART_ATTEMPT_ENV, RESTARTS_ENV, LAST_RESTART_REASON_ENV)
 # The annotation kubectl reads to choose a pod's container when none is named.
 DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
 
@@ -258,7 +268,7 @@ def _pod(
     assert container is not None, "validated above"
     # `kubectl logs POD` and `kubetrain logs` read the training process, not a sidecar.
     annotations = {DEFAULT_CONTAINER: container["name"], **(tmeta.get("annotations") or {})}
-    _add_env(container, fw.env(world, r))
+    _add_env(container, {**fw.env(world, r), **restart_env(world.job.status, r.type)})
     _add_port(container, fw.port_name, r.port)
     if has_files:
         spec.setdefault("volumes", []).append(
@@ -289,19 +299,37 @@ def _pod(
     }
 
 
+def restart_env(status: v1beta1.TrainingJobStatus, replica_type: str) -> dict[str, str]:
+    """What every rank knows of the attempt it is part of: the attempt (its replica type's, as
+    in the pod's label), the job's restarts so far, and why the last one happened
+    (``{class}:{reason}``, ``""`` before any), so that a program can resume and say why."""
+    restarted = [
+        f
+        for f in status.failures
+        if f.action in (v1beta1.FailureAction.RESTART, v1beta1.FailureAction.RESTART_UNCHARGED)
+    ]
+    last = restarted[-1] if restarted else None
+    return {
+        RESTART_ATTEMPT_ENV: str(status.replica_statuses.get(replica_type, v1beta1.ReplicaStatus()).attempt),
+        RESTARTS_ENV: str(status.restarts.total),
+        LAST_RESTART_REASON_ENV: f"{last.failure_class.value}:{last.reason}" if last is not None else "",
+    }
+
+
 def _keep_off(spec: Object, nodes: Collection[str]) -> None:
-    """Add ``metadata.name NotIn nodes`` to every term of the pod's required node affinity
-    (the terms are alternatives: each must keep off them), or make it the only term."""
+    """Add ``metadata.name NotIn [node]`` for each node to every term of the pod's required node
+    affinity (the terms are alternatives: each must keep off them), or make them the only term.
+    The apiserver takes one value per node field requirement: one requirement per node."""
     if not nodes:
         return
-    field = {"key": observed.NODE_NAME_FIELD, "operator": "NotIn", "values": sorted(nodes)}
+    fields = [{"key": observed.NODE_NAME_FIELD, "operator": "NotIn", "values": [n]} for n in sorted(nodes)]
     node_affinity = spec.setdefault("affinity", {}).setdefault("nodeAffinity", {})
     required = node_affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
     terms = required.setdefault("nodeSelectorTerms", [])
     if not terms:
         terms.append({})
     for term in terms:
-        term.setdefault("matchFields", []).append(dict(field))
+        term.setdefault("matchFields", []).extend(copy.deepcopy(fields))
 
 
 def _add_env(container: Object, env: Mapping[str, str]) -> None:

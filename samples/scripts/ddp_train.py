@@ -7,6 +7,13 @@ at the end, one ``KUBETRAIN-RESULT {json}`` line: its first and last loss and th
 DDP averages gradients every step, so every rank must end with the same weights.
 With ``--logdir``, each rank also writes its loss at every step for TensorBoard, as the run
 ``rank<N>`` under that directory (see tfevents.py beside this script).
+
+With ``--checkpoint DIR`` (a volume every rank sees), rank 0 saves the model, the optimizer and
+the step there every ``--checkpoint-every`` steps, and every rank of a later attempt resumes from
+it: the loss goes on from where it was, not from the start. Each rank reads what kubetrain tells
+it of its attempt — KUBETRAIN_RESTART_ATTEMPT, KUBETRAIN_RESTARTS, KUBETRAIN_LAST_RESTART_REASON —
+and prints it. ``--fail-at-step N`` makes the last rank exit with code 1 at step N of attempt 0
+only, to show a restart.
 """
 
 import argparse
@@ -25,7 +32,13 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--logdir", default=None, help="write TensorBoard scalars here, one run per rank")
+    parser.add_argument("--checkpoint", default=None, help="save to and resume from this directory")
+    parser.add_argument("--checkpoint-every", type=int, default=20)
+    parser.add_argument("--fail-at-step", type=int, default=None, help="the last rank exits 1 here, in attempt 0")
     args = parser.parse_args()
+    attempt = int(os.environ.get("KUBETRAIN_RESTART_ATTEMPT", "0"))
+    restarts = int(os.environ.get("KUBETRAIN_RESTARTS", "0"))
+    reason = os.environ.get("KUBETRAIN_LAST_RESTART_REASON", "")
 
     master = os.environ["MASTER_ADDR"]
     print(f"resolving {master}: {socket.gethostbyname(master)}", flush=True)
@@ -33,9 +46,20 @@ def main() -> int:
     rank, world = dist.get_rank(), dist.get_world_size()
     print(f"rank {rank}/{world} on {socket.gethostname()} joined the rendezvous at {master}", flush=True)
 
+    print(f"rank {rank} attempt {attempt} after {restarts} restart(s), last: {reason or '-'}", flush=True)
+
     torch.manual_seed(0)  # the same initial weights everywhere; DDP also broadcasts rank 0's
-    model = DistributedDataParallel(torch.nn.Linear(1, 1))
-    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
+    net = torch.nn.Linear(1, 1)
+    optimizer = torch.optim.SGD(net.parameters(), lr=args.lr)
+    start, initial_loss = 0, None
+    saved = os.path.join(args.checkpoint, "checkpoint.pt") if args.checkpoint else None
+    if saved and os.path.exists(saved):
+        state = torch.load(saved)
+        net.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        start, initial_loss = state["step"], state["initialLoss"]
+        print(f"rank {rank} resumed at step {start} from {saved}", flush=True)
+    model = DistributedDataParallel(net)
     shard = torch.Generator().manual_seed(1000 + rank)
     x = torch.rand(64, 1, generator=shard) * 2 - 1
     y = 3 * x + 2
@@ -46,12 +70,20 @@ def main() -> int:
 
         writer = tfevents.Writer(os.path.join(args.logdir, f"rank{rank}"))
     losses = []
-    for step in range(args.steps):
+    for step in range(start, args.steps):
+        if step == args.fail_at_step and attempt == 0 and rank == world - 1:
+            print(f"rank {rank} fails at step {step}", flush=True)
+            os._exit(1)
         optimizer.zero_grad()
         loss = torch.nn.functional.mse_loss(model(x), y)
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
+        initial_loss = losses[0] if initial_loss is None else initial_loss
+        if saved and rank == 0 and (step + 1) % args.checkpoint_every == 0:
+            state = {"model": net.state_dict(), "optimizer": optimizer.state_dict(), "step": step + 1, "initialLoss": initial_loss}
+            torch.save(state, saved + ".tmp")
+            os.replace(saved + ".tmp", saved)  # whole or not at all
         if writer is not None:
             writer.scalar("loss", loss.item(), step)
         if step % 50 == 0:
@@ -59,8 +91,23 @@ def main() -> int:
     if writer is not None:
         writer.close()
 
+    if not losses:  # resumed after the last step: nothing left to train
+        with torch.no_grad():
+            losses.append(torch.nn.functional.mse_loss(model(x), y).item())
     weight, bias = model.module.weight.item(), model.module.bias.item()
-    result = {"rank": rank, "world": world, "firstLoss": losses[0], "finalLoss": losses[-1], "weight": weight, "bias": bias}
+    result = {
+        "rank": rank,
+        "world": world,
+        "attempt": attempt,
+        "restarts": restarts,
+        "lastRestartReason": reason,
+        "startStep": start,
+        "initialLoss": initial_loss,
+        "firstLoss": losses[0],
+        "finalLoss": losses[-1],
+        "weight": weight,
+        "bias": bias,
+    }
     print("KUBETRAIN-RESULT " + json.dumps(result), flush=True)
     dist.barrier()
     dist.destroy_process_group()

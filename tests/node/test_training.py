@@ -49,6 +49,39 @@ def test_pytorch_ddp_trains_to_a_lower_loss_and_succeeds(cluster: devcluster.Clu
     assert f": {master_ip}" in logs(cluster, namespace, f"{name}-worker-1")
 
 
+def test_a_restarted_ddp_job_resumes_from_its_checkpoint_and_each_rank_knows_why(
+    cluster: devcluster.Cluster, namespace: str, shared_dir: str
+) -> None:
+    # The last rank fails at step 130 of attempt 0; rank 0 checkpoints every 20 steps to a volume
+    # every rank sees. The whole world restarts (PyTorch's scope), and attempt 1 goes on from there.
+    job = jobs.sample("pytorch-ddp", runPolicy__cleanPodPolicy="None", runPolicy__backoffLimit=10)
+    for rs in job["spec"]["replicaSpecs"].values():
+        spec = rs["template"]["spec"]
+        main = spec["containers"][0]
+        main["command"] = [*main["command"], "--checkpoint=/checkpoint", "--fail-at-step=130"]
+        main["volumeMounts"] = [{"name": "checkpoint", "mountPath": "/checkpoint"}]
+        spec["volumes"] = [{"name": "checkpoint", "hostPath": {"path": shared_dir, "type": "Directory"}}]
+    name = jobs.create(cluster, namespace, job)
+    s = jobs.wait_state(cluster, namespace, name, "Succeeded", timeout=300)
+    assert s["restarts"].get("userCode", 0) >= 1, s
+    outcome = {}
+    for pod_name, pod in jobs.pods(cluster, namespace, name).items():
+        (result,) = results(logs(cluster, namespace, pod_name))
+        assert pod["metadata"]["labels"]["training.kubetrain.dev/restart-attempt"] == "1"
+        outcome[result["rank"]] = result
+    assert sorted(outcome) == [0, 1, 2]
+    for r in outcome.values():
+        assert r["attempt"] == 1, r
+        assert r["restarts"] >= 1, r
+        assert r["lastRestartReason"].startswith("UserCode:"), r
+        # Resumed where rank 0 last saved before the failure, not from step 0: the first loss of
+        # this attempt is already far below the first loss the job ever had.
+        assert 100 <= r["startStep"] <= 130, r
+        assert r["firstLoss"] < r["initialLoss"] / 10, r
+        assert r["finalLoss"] < r["initialLoss"] / 100, r
+    assert len({round(r["weight"], 5) for r in outcome.values()}) == 1
+
+
 @pytest.mark.parametrize("host_names", ["PerReplica", "PerJob"])
 def test_mpirun_reaches_the_workers_over_the_rendered_hostfile(
     host_names: str, cluster: devcluster.Cluster, namespace: str

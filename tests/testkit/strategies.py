@@ -404,6 +404,21 @@ def hub_statuses(draw: st.DrawFn, types: list[str]) -> v1beta1.TrainingJobStatus
                 )
             )
         ),
+        avoided_nodes=tuple(
+            draw(
+                st.lists(
+                    st.builds(
+                        v1beta1.AvoidedNode,
+                        node=dns_label,
+                        reason=st.sampled_from(["NodeLost", "Evicted", "Error"]),
+                        pod=optional(dns_label),
+                        time=times,
+                    ),
+                    max_size=3,
+                    unique_by=lambda a: a.node,
+                )
+            )
+        ),
         observed_generation=draw(optional(small)),
         tensorboard=draw(
             optional(

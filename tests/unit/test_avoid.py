@@ -169,8 +169,9 @@ def test_render_adds_the_nodes_to_every_term_of_the_users_affinity() -> None:
     terms = pods[0]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"
     ]
-    names = {"key": "metadata.name", "operator": "NotIn", "values": ["n-1", "n-2"]}
-    assert terms == [{**zone, "matchFields": [names]}, {"matchFields": [names]}]
+    # One requirement per node: the apiserver takes one value per node field requirement.
+    names = [{"key": "metadata.name", "operator": "NotIn", "values": [n]} for n in ("n-1", "n-2")]
+    assert terms == [{**zone, "matchFields": names}, {"matchFields": names}]
     assert observed.avoided_nodes(pods[0]["spec"]) == {"n-1", "n-2"}
     assert zone == {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}, (
         "not the user's"

@@ -4,6 +4,7 @@ from typing import Any
 
 import pytest
 from testkit.builders import a_job, container, template
+from testkit.rendered import framework_env
 
 from kubetrain.api import v1beta1, validation
 from kubetrain.operator import render
@@ -16,7 +17,7 @@ def pods(job: v1beta1.TrainingJob) -> dict[str, dict[str, Any]]:
 
 def env_of(pod: dict[str, Any], name: str) -> dict[str, str]:
     c = next(c for c in pod["spec"]["containers"] if c["name"] == name)
-    return {e["name"]: e["value"] for e in c.get("env", [])}
+    return framework_env(c)
 
 
 def test_types_in_name_order_then_index() -> None:

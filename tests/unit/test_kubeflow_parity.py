@@ -299,7 +299,7 @@ def env_names(fw: framework.Framework, shapes: tuple[Shape, ...]) -> frozenset[s
             if o["kind"] == "Pod":
                 main = framework.main_container(o, fw.container)
                 assert main is not None
-                names.update(e["name"] for e in main.get("env", []))
+                names.update(e["name"] for e in main.get("env", []) if e["name"] not in render.RESTART_ENV)
     return frozenset(names)
 
 

@@ -11,6 +11,7 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from testkit.builders import JobBuilder, a_job, container, template
+from testkit.rendered import framework_env
 
 from kubetrain.api import naming, scheme, v1beta1, validation
 from kubetrain.operator import lifecycle, render
@@ -45,7 +46,7 @@ def files(job: v1beta1.TrainingJob, fw: framework.Framework = mpi.FRAMEWORK) -> 
 
 def envs(job: v1beta1.TrainingJob, fw: framework.Framework = mpi.FRAMEWORK) -> dict[str, dict[str, str]]:
     return {
-        o["metadata"]["name"]: {e["name"]: e["value"] for e in o["spec"]["containers"][0]["env"]}
+        o["metadata"]["name"]: framework_env(o["spec"]["containers"][0])
         for o in render.render(job, fw)
         if o["kind"] == "Pod"
     }
@@ -163,7 +164,7 @@ def test_hostfile_env_names_the_mounted_file() -> None:
     }
     container = pods["hv-launcher-0"]["spec"]["containers"][0]
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
-    env = {e["name"]: e["value"] for e in container["env"]}
+    env = framework_env(container)
     assert env["OMPI_MCA_orte_default_hostfile"] == f"{mounts['kubetrain-config']}/hostfile"
 
 

@@ -91,10 +91,10 @@ def unschedulable(pod: dict[str, Any]) -> dict[str, Any]:
 def keeping_off(pod: dict[str, Any]) -> dict[str, Any]:
     """``pod`` rendered to keep off two nodes, in both of the user's node selector terms."""
     pod = unschedulable(pod)
-    nodes = {"key": "metadata.name", "operator": "NotIn", "values": ["node-007", "node-003"]}
+    nodes = [{"key": "metadata.name", "operator": "NotIn", "values": [n]} for n in ("node-007", "node-003")]
     terms = [
-        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}], "matchFields": [nodes]},
-        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}], "matchFields": [nodes]},
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}], "matchFields": nodes},
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}], "matchFields": nodes},
     ]
     pod["spec"]["affinity"] = {
         "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}

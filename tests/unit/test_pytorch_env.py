@@ -3,6 +3,7 @@
 from typing import Any
 
 from testkit.builders import a_job, container, template
+from testkit.rendered import framework_env
 
 from kubetrain.api import v1beta1
 from kubetrain.operator import render
@@ -14,7 +15,7 @@ def envs(job: v1beta1.TrainingJob) -> dict[str, dict[str, str]]:
     for o in render.render(job, pytorch.FRAMEWORK):
         if o["kind"] == "Pod":
             c = o["spec"]["containers"][0]
-            out[o["metadata"]["name"]] = {e["name"]: e["value"] for e in c["env"]}
+            out[o["metadata"]["name"]] = framework_env(c)
     return out
 
 

@@ -7,6 +7,7 @@ import attrs
 import pytest
 from testkit import plugin
 from testkit.builders import a_job, container, template
+from testkit.rendered import framework_env
 
 from kubetrain.api import conversion, scheme, v1alpha1, v1beta1
 from kubetrain.operator import render
@@ -43,7 +44,7 @@ def test_third_party_frameworks_arrive_through_entry_points(monkeypatch: pytest.
     assert reg.names() == sorted([*(f.name for f in registry.BUILTINS), "toyframework"])
     job = a_job("toy").framework("toyframework").replicas("Node", 2, tmpl=template(container("toy"))).build()
     pods = [o for o in render.render(job, reg.get("toyframework")) if o["kind"] == "Pod"]
-    assert [{e["name"]: e["value"] for e in p["spec"]["containers"][0]["env"]} for p in pods] == [
+    assert [framework_env(p["spec"]["containers"][0]) for p in pods] == [
         {"TOY_INDEX": "0", "TOY_SIZE": "2"},
         {"TOY_INDEX": "1", "TOY_SIZE": "2"},
     ]

@@ -6,6 +6,7 @@ from typing import Any
 import attrs
 import pytest
 from testkit.builders import a_job, container, template
+from testkit.world import T0
 
 from kubetrain.api import naming, v1beta1, validation
 from kubetrain.operator import render
@@ -228,3 +229,45 @@ def test_a_framework_secret_is_one_owned_secret_mounted_read_only_in_every_main_
             {"name": "kubetrain-secret", "mountPath": "/var/run/peer", "readOnly": True}
         ]
         assert all("volumeMounts" not in c for c in others)
+
+
+def test_every_rank_knows_its_attempt_the_restarts_and_why_the_last_happened() -> None:
+    job = a_job("tj").framework("pytorch").replicas("Master", 1).replicas("Worker", 1).build()
+    fresh = {
+        e["name"]: e["value"]
+        for e in by_kind(render.render(job, pytorch.FRAMEWORK), "Pod")["tj-worker-0"]["spec"]["containers"][
+            0
+        ]["env"]
+    }
+    assert [fresh[n] for n in render.RESTART_ENV] == ["0", "0", ""]
+    record = v1beta1.FailureRecord(
+        time=T0,
+        replica_type="Worker",
+        index=0,
+        pod="tj-worker-0",
+        exit_code=137,
+        reason="OOMKilled",
+        failure_class=v1beta1.FailureClass.USER_CODE,
+        action=v1beta1.FailureAction.RESTART,
+    )
+    tolerated = attrs.evolve(record, reason="Evicted", action=v1beta1.FailureAction.TOLERATE)
+    status = v1beta1.TrainingJobStatus(
+        replica_statuses={
+            "Master": v1beta1.ReplicaStatus(attempt=2),
+            "Worker": v1beta1.ReplicaStatus(attempt=2),
+        },
+        restarts=v1beta1.RestartCounts(user_code=1, uncharged=1),
+        failures=(record, tolerated),
+    )
+    pod = by_kind(render.render(attrs.evolve(job, status=status), pytorch.FRAMEWORK), "Pod")["tj-worker-0"]
+    env = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
+    assert [env[n] for n in render.RESTART_ENV] == ["2", "2", "UserCode:OOMKilled"], (
+        "a tolerated failure is no restart"
+    )
+    assert pod["metadata"]["labels"][naming.ATTEMPT] == env[render.RESTART_ATTEMPT_ENV]
+    user = template(container("pytorch", env=[{"name": render.RESTARTS_ENV, "value": "mine"}]))
+    mine = a_job("tj").framework("pytorch").replicas("Master", 1, tmpl=user).build()
+    kept = by_kind(render.render(mine, pytorch.FRAMEWORK), "Pod")["tj-master-0"]["spec"]["containers"][0][
+        "env"
+    ]
+    assert [e["value"] for e in kept if e["name"] == render.RESTARTS_ENV] == ["mine"], "the user's value wins"

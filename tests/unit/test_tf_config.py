@@ -4,6 +4,7 @@ import json
 from typing import Any
 
 from testkit.builders import a_job, container, template
+from testkit.rendered import framework_env
 
 from kubetrain.api import v1beta1
 from kubetrain.operator import render
@@ -12,7 +13,7 @@ from kubetrain.operator.frameworks import tensorflow
 
 def env_of(pod: dict[str, Any], container_name: str = "tensorflow") -> dict[str, str]:
     c = next(c for c in pod["spec"]["containers"] if c["name"] == container_name)
-    return {e["name"]: e["value"] for e in c.get("env", [])}
+    return framework_env(c)
 
 
 def pods(job: v1beta1.TrainingJob) -> dict[str, dict[str, Any]]:

@@ -1,6 +1,7 @@
 """The XGBoost env contract: XGBoostJob's MASTER_*/WORKER_* and rabit's DMLC_TRACKER_*."""
 
 from testkit.builders import a_job, container, template
+from testkit.rendered import framework_env
 
 from kubetrain.api import v1beta1, validation
 from kubetrain.operator import render
@@ -13,7 +14,7 @@ def envs(job: v1beta1.TrainingJob) -> dict[str, dict[str, str]]:
         if o["kind"] == "Pod":
             c = framework.main_container(o, "xgboost")
             assert c is not None
-            out[o["metadata"]["name"]] = {e["name"]: e["value"] for e in c.get("env", [])}
+            out[o["metadata"]["name"]] = framework_env(c)
     return out
 
 
