@@ -107,6 +107,10 @@ bench-hostile: install control-plane ## hostile input: 10,000 generated document
 bench-admission: install control-plane ## admission latency (p50/p99) with and without the webhook's dry run; CRD size
 	$(BIN_PATH) $(BENCH_PATH) $(BIN)/python bench/admission_bench.py $(BENCH_ARGS)
 
+.PHONY: bench-restarts
+bench-restarts: install control-plane ## restarts on real nodes: a rank's failure to every rank back in the rendezvous (p50 of 10)
+	$(BIN_PATH) $(BENCH_PATH) $(BIN)/python bench/restart_bench.py $(BENCH_ARGS)
+
 .PHONY: dev
 dev: install control-plane ## a local control plane in the foreground (Ctrl-C stops it)
 	$(BIN_PATH) $(BIN)/kubetrain dev up

@@ -12,8 +12,8 @@ With ``--checkpoint DIR`` (a volume every rank sees), rank 0 saves the model, th
 the step there every ``--checkpoint-every`` steps, and every rank of a later attempt resumes from
 it: the loss goes on from where it was, not from the start. Each rank reads what kubetrain tells
 it of its attempt — KUBETRAIN_RESTART_ATTEMPT, KUBETRAIN_RESTARTS, KUBETRAIN_LAST_RESTART_REASON —
-and prints it. ``--fail-at-step N`` makes the last rank exit with code 1 at step N of attempt 0
-only, to show a restart.
+and prints it. ``--fail-at-step N`` (or ``--fail-after SECONDS`` past the rendezvous) makes the last
+rank exit with code 1 in attempt 0 (in every attempt below ``--fail-attempts``), to show restarts.
 """
 
 import argparse
@@ -21,6 +21,7 @@ import json
 import os
 import socket
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -35,6 +36,8 @@ def main() -> int:
     parser.add_argument("--checkpoint", default=None, help="save to and resume from this directory")
     parser.add_argument("--checkpoint-every", type=int, default=20)
     parser.add_argument("--fail-at-step", type=int, default=None, help="the last rank exits 1 here, in attempt 0")
+    parser.add_argument("--fail-after", type=float, default=None, help="... or this many seconds after joining")
+    parser.add_argument("--fail-attempts", type=int, default=1, help="fail in every attempt below this")
     args = parser.parse_args()
     attempt = int(os.environ.get("KUBETRAIN_RESTART_ATTEMPT", "0"))
     restarts = int(os.environ.get("KUBETRAIN_RESTARTS", "0"))
@@ -45,6 +48,8 @@ def main() -> int:
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     print(f"rank {rank}/{world} on {socket.gethostname()} joined the rendezvous at {master}", flush=True)
+    joined = time.monotonic()
+    fails = attempt < args.fail_attempts and rank == world - 1
 
     print(f"rank {rank} attempt {attempt} after {restarts} restart(s), last: {reason or '-'}", flush=True)
 
@@ -71,7 +76,8 @@ def main() -> int:
         writer = tfevents.Writer(os.path.join(args.logdir, f"rank{rank}"))
     losses = []
     for step in range(start, args.steps):
-        if step == args.fail_at_step and attempt == 0 and rank == world - 1:
+        late = args.fail_after is not None and time.monotonic() - joined >= args.fail_after
+        if fails and (step == args.fail_at_step or late):
             print(f"rank {rank} fails at step {step}", flush=True)
             os._exit(1)
         optimizer.zero_grad()

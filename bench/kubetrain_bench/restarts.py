@@ -1,0 +1,187 @@
+"""How long a restart takes on real nodes: from a rank's failure to every rank back in the rendezvous.
+
+The jobs are samples/v1beta1/pytorch-ddp.yaml (1 Master + 2 Workers: 3 ranks over the 2 real
+nodes) and mpi-allreduce.yaml (a Launcher whose ``mpirun`` starts 2 ranks on 2 Workers over ssh),
+both restarted whole (their frameworks' scope, Job), with the last rank made to fail
+``--fail-after`` seconds after each rendezvous, in every attempt below ``--restarts``. For each
+restart the benchmark takes:
+
+- the failure: the ``rank N fails at step S`` line of the failing rank's log (its container's
+  own timestamp, as its container's log has it), read as soon as a pod shows the failure; the
+  time the pod was seen failed when that log is gone already;
+- the return: the latest ``joined the rendezvous`` line among the ranks of the next attempt.
+
+It prints p50, p95 and max of the differences. Every restart today recreates the pods (new
+sandboxes, a new rendezvous): these are the figures an in-place restart is measured against.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import re
+import time
+from typing import Any
+
+from kubetrain.devcluster import cluster as devcluster
+from kubetrain.devcluster import dev, process
+from kubetrain_bench import ROOT, console, operator_process, samples, stats
+
+NAMESPACE = "restarts"
+JOINED = re.compile(r"rank (\d+)/\d+ .*joined the rendezvous")
+FAILS = " fails at step "
+# framework -> (sample, ranks)
+JOBS = {"pytorch": ("pytorch-ddp", 3), "mpi": ("mpi-allreduce", 2)}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--restarts", type=int, default=10, help="restarts to measure")
+    p.add_argument("--fail-after", type=float, default=8.0, help="seconds a rank runs before it fails")
+    p.add_argument("--frameworks", default="pytorch,mpi", help="comma-separated: pytorch, mpi")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = p.parse_args()
+    console.log("==> start a control plane with two real nodes (images built or reused)")
+    c = devcluster.start(devcluster.Tier.CLUSTER, nodes=0, real_nodes=2, root=ROOT, timeout=600)
+    op = None
+    try:
+        c.install_crds(ROOT / "config")
+        c.kubectl("create", "namespace", NAMESPACE)
+        c.kubectl("wait", "--for=create", "--timeout=60s", "serviceaccount/default", "-n", NAMESPACE)
+        port = process.free_port()
+        argv = dev.operator_argv(
+            c, f"--health-probe-bind-address=127.0.0.1:{port}", "--metrics-bind-address=0"
+        )
+        op = operator_process.start(argv, c.workdir / "logs" / "operator.log", port)
+        figures = {
+            fw: measure(c, fw, args.restarts, args.fail_after) for fw in args.frameworks.split(",") if fw
+        }
+    finally:
+        if op is not None:
+            op.stop()
+        c.stop()
+    report(figures, as_json=args.json)
+
+
+def job(framework: str, restarts: int, fail_after: float) -> dict[str, Any]:
+    """The framework's sample, its last rank failing ``fail_after`` s into each of ``restarts`` attempts."""
+    sample, _ = JOBS[framework]
+    out = samples.load("v1beta1", sample)
+    out["spec"]["runPolicy"] = {"backoffLimit": restarts + 5}
+    fail = [f"--fail-after={fail_after}", f"--fail-attempts={restarts}"]
+    for key, rs in out["spec"]["replicaSpecs"].items():
+        main = rs["template"]["spec"]["containers"][0]
+        if framework == "pytorch":
+            main["command"] = [
+                "torchrun",
+                "/opt/kubetrain/examples/ddp_train.py",
+                "--steps=1000000000",
+                *fail,
+            ]
+        elif key == "Launcher":  # the ranks, started over ssh, see only the env mpirun passes on
+            mpirun, *rest = main["command"]
+            main["command"] = [mpirun, "-x", "KUBETRAIN_RESTART_ATTEMPT", *rest, *fail]
+    return out
+
+
+def measure(
+    c: devcluster.Cluster, framework: str, restarts: int, fail_after: float
+) -> list[dict[str, float]]:
+    """One record per restart: seconds from the failure to every rank of the next attempt joined."""
+    console.log(
+        f"==> {framework}: {restarts} restarts, a rank failing {fail_after:.0f} s after each rendezvous"
+    )
+    name, ranks = JOBS[framework]
+    c.kubectl("apply", "-n", NAMESPACE, "-f", "-", input=json.dumps(job(framework, restarts, fail_after)))
+    out: list[dict[str, float]] = []
+    try:
+        _joined(c, name, 0, ranks)
+        for attempt in range(restarts):
+            failed_at = _failure(c, name, attempt)
+            joined = _joined(c, name, attempt + 1, ranks)
+            took = (joined - failed_at).total_seconds()
+            out.append({"attempt": attempt + 1, "seconds": took})
+            console.log(f"    restart {attempt + 1}/{restarts}: every rank back in {took:.2f} s")
+    finally:
+        c.kubectl(
+            "delete", "trainingjob", name, "-n", NAMESPACE, "--wait=true", "--timeout=120s", check=False
+        )
+    return out
+
+
+def _pods(c: devcluster.Cluster, name: str, attempt: int) -> list[dict[str, Any]]:
+    selector = f"training.kubetrain.dev/job-name={name},training.kubetrain.dev/restart-attempt={attempt}"
+    items: list[dict[str, Any]] = json.loads(
+        c.kubectl("get", "pods", "-n", NAMESPACE, "-l", selector, "-o", "json").stdout
+    )["items"]
+    return items
+
+
+def _logs(c: devcluster.Cluster, pod: str, *, previous: bool = False) -> list[str]:
+    args = ["logs", "-n", NAMESPACE, pod, "--timestamps", *(["--previous"] if previous else [])]
+    return c.kubectl(*args, check=False).stdout.splitlines()
+
+
+def _failure(c: devcluster.Cluster, name: str, attempt: int, timeout: float = 300) -> datetime.datetime:
+    """When the failing rank of ``attempt`` failed, by its log's timestamp (else when it was seen)."""
+    deadline = time.monotonic() + timeout
+    seen: datetime.datetime | None = None
+    while time.monotonic() < deadline:
+        for pod in _pods(c, name, attempt):
+            statuses = pod.get("status", {}).get("containerStatuses", [])
+            if pod["status"].get("phase") != "Failed" and not any(s.get("restartCount") for s in statuses):
+                continue
+            seen = seen or datetime.datetime.now(datetime.UTC)
+            for previous in (True, False):
+                stamps = [
+                    _stamp(x) for x in _logs(c, pod["metadata"]["name"], previous=previous) if FAILS in x
+                ]
+                if stamps:
+                    return stamps[-1]
+        if seen is not None and (datetime.datetime.now(datetime.UTC) - seen).total_seconds() > 3:
+            return seen  # the log went with its pod
+        time.sleep(0.1)
+    raise TimeoutError(f"no rank of {name}'s attempt {attempt} failed in {timeout:.0f}s")
+
+
+def _joined(
+    c: devcluster.Cluster, name: str, attempt: int, ranks: int, timeout: float = 300
+) -> datetime.datetime:
+    """When the last of the ``ranks`` ranks of ``attempt`` joined the rendezvous, by their logs."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        stamps: dict[str, datetime.datetime] = {}
+        for pod in _pods(c, name, attempt):
+            for line in _logs(c, pod["metadata"]["name"]):
+                found = JOINED.search(line)
+                if found:
+                    stamps.setdefault(found.group(1), _stamp(line))
+        if len(stamps) == ranks:
+            return max(stamps.values())
+        time.sleep(0.2)
+    raise TimeoutError(f"the ranks of {name}'s attempt {attempt} did not all join in {timeout:.0f}s")
+
+
+def _stamp(line: str) -> datetime.datetime:
+    """The RFC 3339 timestamp ``kubectl logs --timestamps`` puts first (nanoseconds cut to micro)."""
+    text = line.split(" ", 1)[0].rstrip("Z")
+    whole, _, fraction = text.partition(".")
+    return datetime.datetime.fromisoformat(f"{whole}.{(fraction + '000000')[:6]}+00:00")
+
+
+def report(figures: dict[str, list[dict[str, float]]], *, as_json: bool) -> None:
+    summary = {
+        fw: {k: round(v, 2) for k, v in stats.percentiles([f["seconds"] for f in runs]).items()}
+        for fw, runs in figures.items()
+    }
+    if as_json:
+        print(json.dumps({"restarts": figures, "seconds": summary}))
+        return
+    print("Restarts on 2 real nodes, every pod recreated (scope Job): seconds from a rank's failure")
+    print("to every rank of the next attempt in the rendezvous")
+    print(f"  {'framework':10} {'count':>5} {'p50':>7} {'p95':>7} {'max':>7}")
+    for fw, s in summary.items():
+        print(
+            f"  {fw:10} {s.get('count', 0):>5} {s.get('p50', 0):>7} {s.get('p95', 0):>7} {s.get('max', 0):>7}"
+        )

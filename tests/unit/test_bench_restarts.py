@@ -1,0 +1,42 @@
+"""The restart benchmark's pieces that need no cluster: its job, and reading kubectl's timestamps."""
+
+from __future__ import annotations
+
+import datetime
+
+from kubetrain_bench import restarts
+
+
+def test_the_jobs_are_the_samples_failing_in_every_measured_attempt() -> None:
+    job = restarts.job("pytorch", 10, 8.0)
+    assert job["metadata"]["name"] == "pytorch-ddp"
+    assert job["spec"]["runPolicy"]["backoffLimit"] > 10, "the budget outlasts the measured restarts"
+    for rs in job["spec"]["replicaSpecs"].values():
+        command = rs["template"]["spec"]["containers"][0]["command"]
+        assert command[-2:] == ["--fail-after=8.0", "--fail-attempts=10"]
+    mpi = restarts.job("mpi", 10, 8.0)
+    launcher = mpi["spec"]["replicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
+    assert launcher[:3] == ["mpirun", "-x", "KUBETRAIN_RESTART_ATTEMPT"], (
+        "an mpirun option, before the program"
+    )
+    assert launcher[-3:] == [
+        "/opt/kubetrain/examples/mpi_allreduce.py",
+        "--fail-after=8.0",
+        "--fail-attempts=10",
+    ]
+    worker = mpi["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["command"]
+    assert "sshd" in worker[-1], "the Workers still serve ssh"
+
+
+def test_a_rank_joining_is_read_by_its_number() -> None:
+    found = restarts.JOINED.search("2026-11-27T03:51:02Z rank 1/2 on w-0 joined the rendezvous")
+    assert found is not None
+    assert found.group(1) == "1"
+
+
+def test_a_log_timestamp_reads_to_the_microsecond() -> None:
+    line = "2026-11-27T03:51:02.123456789Z rank 2 fails at step 811"
+    assert restarts._stamp(line) == datetime.datetime(2026, 11, 27, 3, 51, 2, 123456, tzinfo=datetime.UTC)
+    assert restarts._stamp("2026-11-27T03:51:02Z x") == datetime.datetime(
+        2026, 11, 27, 3, 51, 2, tzinfo=datetime.UTC
+    )
