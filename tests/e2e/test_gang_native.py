@@ -8,8 +8,10 @@ shown on the job instead of pods Pending for ever.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from testkit import deadlock, operator
@@ -50,11 +52,12 @@ def test_with_gangs_one_job_runs_whole_and_the_other_waits_then_both_succeed(
 ) -> None:
     for _ in run_operator(cluster, namespace):  # auto: native is served here
         names = deadlock.start_both(cluster, namespace, pool)
-        groups = json.loads(
-            cluster.kubectl("get", "podgroups.scheduling.k8s.io", "-n", namespace, "-o", "json").stdout
+        wanted = frozenset(f"{n}-gang-0" for n in names)
+        # The operator makes them on its first pass over each job, which a loaded machine delays.
+        by_name = eventually(
+            "both jobs' PodGroups", functools.partial(_podgroups, cluster, namespace, wanted)
         )
-        by_name = {g["metadata"]["name"]: g for g in groups["items"]}
-        assert set(by_name) == {f"{n}-gang-0" for n in names}
+        assert set(by_name) == wanted
         assert all(
             g["spec"]["schedulingPolicy"]["gang"]["minCount"] == deadlock.PODS_PER_JOB
             for g in by_name.values()
@@ -64,6 +67,13 @@ def test_with_gangs_one_job_runs_whole_and_the_other_waits_then_both_succeed(
                 p["spec"]["schedulingGroup"]["podGroupName"] for p in pods(cluster, namespace, n).values()
             } == {f"{n}-gang-0"}
         deadlock.assert_gang_placed_then_both_succeed(cluster, namespace, names)
+
+
+def _podgroups(c: devcluster.Cluster, namespace: str, wanted: frozenset[str]) -> dict[str, Any] | None:
+    """The namespace's PodGroups by name, once all of ``wanted`` are there."""
+    listed = c.kubectl("get", "podgroups.scheduling.k8s.io", "-n", namespace, "-o", "json")
+    found = {g["metadata"]["name"]: g for g in json.loads(listed.stdout)["items"]}
+    return found if set(found) >= wanted else None
 
 
 def test_a_gang_that_never_fits_fails_after_its_schedule_timeout(
