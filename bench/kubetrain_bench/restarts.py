@@ -69,6 +69,9 @@ def job(framework: str, restarts: int, fail_after: float) -> dict[str, Any]:
     sample, _ = JOBS[framework]
     out = samples.load("v1beta1", sample)
     out["spec"]["runPolicy"] = {"backoffLimit": restarts + 5}
+    # Exit code 1 fails an MPI job at once (its Launcher's policy): here it is a restart.
+    rule = {"name": "bench", "action": "Restart", "onExitCodes": {"values": [1]}}
+    out["spec"].setdefault("failurePolicy", {})["rules"] = [rule]
     fail = [f"--fail-after={fail_after}", f"--fail-attempts={restarts}"]
     for key, rs in out["spec"]["replicaSpecs"].items():
         main = rs["template"]["spec"]["containers"][0]
