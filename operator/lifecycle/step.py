@@ -370,6 +370,8 @@ class _Step:
         """Let the avoided nodes go if keeping off them leaves a pod unplaceable, and make again
         each such pod that keeps off a node no longer kept off (its end is not a failure)."""
         stuck = avoid.blocked(p for p in self._live() if self._current(p))
+        if not stuck:
+            return
         why = avoid.release(self.avoided, stuck)
         if why is not None:
             self.avoided = ()
