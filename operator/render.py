@@ -42,7 +42,6 @@ __all__ = [
     "owner_reference",
     "pod_restart_policy",
     "render",
-    "restart_env",
 ]
 
 CONFIG_MOUNT = fw_contract.CONFIG_MOUNT
@@ -268,7 +267,7 @@ def _pod(
     assert container is not None, "validated above"
     # `kubectl logs POD` and `kubetrain logs` read the training process, not a sidecar.
     annotations = {DEFAULT_CONTAINER: container["name"], **(tmeta.get("annotations") or {})}
-    _add_env(container, {**fw.env(world, r), **restart_env(world.job.status, r.type)})
+    _add_env(container, {**fw.env(world, r), **_restart_env(world.job.status, attempt)})
     _add_port(container, fw.port_name, r.port)
     if has_files:
         spec.setdefault("volumes", []).append(
@@ -299,10 +298,10 @@ def _pod(
     }
 
 
-def restart_env(status: v1beta1.TrainingJobStatus, replica_type: str) -> dict[str, str]:
-    """What every rank knows of the attempt it is part of: the attempt (its replica type's, as
-    in the pod's label), the job's restarts so far, and why the last one happened
-    (``{class}:{reason}``, ``""`` before any), so that a program can resume and say why."""
+def _restart_env(status: v1beta1.TrainingJobStatus, attempt: int) -> dict[str, str]:
+    """What every rank knows of the attempt it is part of: the attempt (the pod's label), the
+    job's restarts so far, and why the last one happened (``{class}:{reason}``, ``""`` before
+    any), so that a program can resume and say why."""
     restarted = [
         f
         for f in status.failures
@@ -310,7 +309,7 @@ def restart_env(status: v1beta1.TrainingJobStatus, replica_type: str) -> dict[st
     ]
     last = restarted[-1] if restarted else None
     return {
-        RESTART_ATTEMPT_ENV: str(status.replica_statuses.get(replica_type, v1beta1.ReplicaStatus()).attempt),
+        RESTART_ATTEMPT_ENV: str(attempt),
         RESTARTS_ENV: str(status.restarts.total),
         LAST_RESTART_REASON_ENV: f"{last.failure_class.value}:{last.reason}" if last is not None else "",
     }
