@@ -14,14 +14,21 @@ Deployment's ReplicaSet owns them).
 from collections.abc import Mapping
 
 __all__ = [
+    "AGENT",
+    "AGENT_EXIT_CODE",
     "ATTEMPT",
+    "BARRIER",
     "GANG",
+    "IN_PLACE_FEATURE",
     "JOB_NAME",
     "JOB_ROLE",
     "KUEUE_QUEUE_NAME",
     "KUEUE_RETRIABLE",
+    "LAST_RESTART_REASON",
+    "OPENED",
     "REPLICA_INDEX",
     "REPLICA_TYPE",
+    "RESTARTS",
     "TENSORBOARD_ROLE",
     "TENSORBOARD_SUFFIX",
     "config_map_name",
@@ -48,6 +55,22 @@ GANG = PREFIX + "gang"
 # marked "false" lets Kueue finish the group's Workload once all its pods have ended).
 KUEUE_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
 KUEUE_RETRIABLE = "kueue.x-k8s.io/retriable-in-group"
+# A pod restarted in place (failurePolicy.restartMethod InPlace) keeps its name and UID and moves
+# to the new attempt: the operator relabels it (ATTEMPT), and its agent, which reads the label
+# through a downwardAPI volume, exits with AGENT_EXIT_CODE, on which the kubelet restarts every
+# container of the pod where it is. The barrier, the pod's first init container, then holds it
+# until the pod's OPENED annotation names its attempt: the operator opens it once no pod of the
+# old attempt still runs. RESTARTS and LAST_RESTART_REASON are what the main container's restart
+# env reads (downward API env, read again at every container start).
+OPENED = PREFIX + "opened-attempt"
+RESTARTS = PREFIX + "restarts"
+LAST_RESTART_REASON = PREFIX + "last-restart-reason"
+AGENT = "kubetrain-agent"
+BARRIER = "kubetrain-barrier"
+AGENT_EXIT_CODE = 86
+# What a node declares (status.declaredFeatures) when its kubelet can restart a pod in place;
+# the scheduler places a pod with a RestartAllContainers rule only on such a node.
+IN_PLACE_FEATURE = "RestartAllContainersOnContainerExits"
 # JOB_ROLE of the TensorBoard's pods (replicas are "master" or "worker").
 TENSORBOARD_ROLE = "tensorboard"
 

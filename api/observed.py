@@ -59,6 +59,16 @@ class Pod:
     # The nodes its affinity keeps it off (``metadata.name NotIn``): the job's avoided nodes
     # and the unhealthy ones, as they were when it was created.
     avoiding: frozenset[str] = frozenset()
+    # Restartable in place (it has kubetrain's agent and barrier): the attempt its barrier lets
+    # start (naming.OPENED); below ``attempt`` while the pod moves to a new attempt in place.
+    opened: int | None = None
+    # Some container of its own (not an init container or sidecar) runs now.
+    running: bool = False
+
+    @property
+    def moving(self) -> bool:
+        """Moved to a new attempt in place, and held at its barrier until the operator opens it."""
+        return self.opened is not None and self.opened < self.attempt
 
     @property
     def deleting(self) -> bool:
@@ -74,6 +84,7 @@ class Pod:
         labels = meta.get("labels") or {}
         status = obj.get("status") or {}
         containers = [*status.get("initContainerStatuses", []), *status.get("containerStatuses", [])]
+        annotations = meta.get("annotations") or {}
         exit_codes: dict[str, int] = {}
         reasons: list[str] = [status["reason"]] if status.get("reason") else []
         waiting: set[str] = set()
@@ -81,7 +92,7 @@ class Pod:
             state = c.get("state") or {}
             # A container that exits and is restarted by the kubelet shows why in lastState.
             terminated = state.get("terminated") or (c.get("lastState") or {}).get("terminated")
-            if terminated:
+            if terminated and c.get("name") not in _OWN:
                 exit_codes[c["name"]] = int(terminated.get("exitCode", 0))
                 if terminated.get("reason"):
                     reasons.append(terminated["reason"])
@@ -111,7 +122,8 @@ class Pod:
             node=(obj.get("spec") or {}).get("nodeName"),
             node_exists=node_exists,
             gone=gone,
-            restarts=sum(int(c.get("restartCount", 0)) for c in containers),
+            # kubetrain's own containers restart with the pod, not for a failure of it.
+            restarts=sum(int(c.get("restartCount", 0)) for c in containers if c.get("name") not in _OWN),
             exit_codes=exit_codes,
             reasons=tuple(reasons),
             conditions=frozenset(true),
@@ -122,9 +134,14 @@ class Pod:
             else None,
             unscheduled_since=_time(unscheduled.get("lastTransitionTime")) if unscheduled else None,
             in_queue=naming.KUEUE_QUEUE_NAME in labels,
-            released=(meta.get("annotations") or {}).get(naming.KUEUE_RETRIABLE) == "false",
+            released=annotations.get(naming.KUEUE_RETRIABLE) == "false",
             avoiding=avoided_nodes(obj.get("spec") or {}),
+            opened=_int(annotations[naming.OPENED]) if naming.OPENED in annotations else None,
+            running=any("running" in (c.get("state") or {}) for c in status.get("containerStatuses", [])),
         )
+
+
+_OWN = frozenset({naming.AGENT, naming.BARRIER})
 
 
 def avoided_nodes(pod_spec: Mapping[str, Any]) -> frozenset[str]:

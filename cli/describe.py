@@ -191,7 +191,10 @@ def _restarts(job: v1beta1.TrainingJob) -> str:
         ("infrastructure", _spent(spent.infrastructure, infra), infra_limit),
         ("uncharged", str(spent.uncharged), "rules with action RestartUncharged"),
     ]
-    return "Restarts:\n" + output.table(("charged to", "spent", "budget"), rows, "  ")
+    method = job.spec.failure_policy.restart_method or v1beta1.RestartMethod.RECREATE
+    how = "in place where the nodes can" if method is v1beta1.RestartMethod.IN_PLACE else "pods made again"
+    title = f"Restarts (restartMethod {method.value}: {how}):\n"
+    return title + output.table(("charged to", "spent", "budget"), rows, "  ")
 
 
 def _spent(count: int, b: v1beta1.Budget) -> str:
@@ -219,7 +222,7 @@ def _failures(job: v1beta1.TrainingJob, now: datetime.datetime) -> str:
             f.failure_class.value,
             f.reason or "-",
             f.rule or "-",
-            f.action.value,
+            f.action.value + (f" ({_HOW[f.restart]})" if f.restart is not None else ""),
         )
         for f in shown
     ]
@@ -228,6 +231,10 @@ def _failures(job: v1beta1.TrainingJob, now: datetime.datetime) -> str:
         f", last {len(shown)} of {len(history)}" if len(shown) < len(history) else ""
     )
     return f"{title}):\n" + output.table(headers, rows, "  ")
+
+
+# How a restart was carried out (status.failures[].restart).
+_HOW = {v1beta1.RestartMethod.IN_PLACE: "in place", v1beta1.RestartMethod.RECREATE: "recreated"}
 
 
 def _avoided(job: v1beta1.TrainingJob, now: datetime.datetime) -> str:

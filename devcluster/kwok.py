@@ -3,7 +3,8 @@
 kwok plays the kubelet for nodes annotated ``kwok.x-k8s.io/node: fake``. Its stages
 (see :data:`STAGES`) do what a kubelet would, minus containers:
 
-- a new node becomes Ready, with :data:`NODE_CAPACITY` (GPUs included);
+- a new node becomes Ready, with :data:`NODE_CAPACITY` (GPUs included), declaring that it restarts
+  pods in place as a 1.36 kubelet does (it never does: a moved pod keeps running);
 - a bound pod becomes Running and Ready, with a pod IP;
 - a Running pod annotated ``kwok.kubetrain.dev/exit-code: N`` ends — Succeeded for 0,
   else Failed — with every container terminated with that code and the reason in
@@ -23,6 +24,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kubetrain.api import naming
 from kubetrain.devcluster import process
 from kubetrain.devcluster.controlplane import ControlPlane
 
@@ -55,6 +57,7 @@ spec:
       - {{type: Hostname, address: {{{{ NodeName | Quote }}}}}}
       allocatable: {json.dumps(NODE_CAPACITY)}
       capacity: {json.dumps(NODE_CAPACITY)}
+      declaredFeatures: [{naming.IN_PLACE_FEATURE}]
       nodeInfo: {{architecture: amd64, operatingSystem: linux, kubeletVersion: kwok, containerRuntimeVersion: kwok,
                  kernelVersion: kwok, osImage: kwok, machineID: "", bootID: "", systemUUID: "", kubeProxyVersion: ""}}
       phase: Running

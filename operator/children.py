@@ -58,19 +58,20 @@ class Children:
         self,
         job: v1beta1.TrainingJob,
         fw: fw_contract.Framework,
-        wanted: tuple[tuple[str, int], ...],
-        joining: tuple[str, ...] = (),
-        keep_off: tuple[str, ...] = (),
+        decision: lifecycle.Decision,
     ) -> tuple[lifecycle.Refused, ...]:
-        """Create the wanted pods (``joining``: types joining an attempt under way; ``keep_off``:
-        nodes they must not run on) and what they need; what the apiserver refused."""
+        """Create the pods the decision wants, as it says (the types joining an attempt under way,
+        the nodes they keep off, whether they restart in place), and what they need; what the
+        apiserver refused."""
         objects = render.render(
             job,
             fw,
             self.scheduler,
-            pods=set(wanted),
-            joining=joining,
-            keep_off=keep_off,
+            pods=set(decision.create),
+            joining=decision.joining,
+            keep_off=decision.keep_off,
+            in_place=decision.in_place,
+            closed=decision.closed,
             with_tensorboard=False,
         )
         pods = [o for o in objects if o["kind"] == "Pod" and not self._cached(job, o)]

@@ -1,9 +1,12 @@
-"""What the reconciler knows of nodes: which exist, and which are unhealthy now.
+"""What the reconciler knows of nodes: which exist, which are unhealthy now, and whether any
+can restart a pod in place.
 
-The nodes' cache (projected: names, taint keys, true condition types) answers whether a
-pod's node still exists. :class:`Health` follows the same cache's events and keeps the names
-of the nodes that :class:`~.policies.avoid.Unhealthy` calls unhealthy, so a step reads them as
-one frozen set instead of looking at every node.
+The nodes' cache (projected: names, taint keys, true condition types, the one declared feature
+read) answers whether a pod's node still exists. :class:`Health` follows the same cache's events
+and keeps the names of the nodes that :class:`~.policies.avoid.Unhealthy` calls unhealthy, so a
+step reads them as one frozen set instead of looking at every node; it also keeps the names of
+the nodes that declare ``RestartAllContainersOnContainerExits``: pods are made restartable in
+place only while some node can run them.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from kubetrain.api import naming
 from kubetrain.operator.policies import avoid
 from kubetrain.operator.runtime import cache, informer
 
@@ -32,10 +36,21 @@ class Health:
         self.rule = rule
         self._why: dict[str, str] = {}
         self.unhealthy: frozenset[str] = frozenset()
+        self._in_place: set[str] = set()
         nodes.add_handler(self.handler)
+
+    @property
+    def in_place(self) -> bool:
+        """Whether some node declares that its kubelet restarts pods in place."""
+        return bool(self._in_place)
 
     def handler(self, event: str, obj: cache.Obj, old: cache.Obj | None) -> None:
         name = obj["metadata"]["name"]
+        declared = (obj.get("status") or {}).get("declaredFeatures") or ()
+        if event != "DELETED" and naming.IN_PLACE_FEATURE in declared:
+            self._in_place.add(name)
+        else:
+            self._in_place.discard(name)
         why = None if event == "DELETED" else self.rule.why(obj)
         if why == self._why.get(name):
             return

@@ -10,9 +10,10 @@ controller-runtime's cache transforms, written per kind:
 - **Pods** keep what :meth:`kubetrain.api.observed.Pod.of` reads (name, uid, the
   replica labels, creation and deletion times, ``spec.nodeName``, phase and reason, each
   container's name, restart count and the exit code, reason and waiting reason of its
-  ``state``/``lastState``, the condition types and statuses with the reason of a
+  ``state``/``lastState`` and whether it runs, the condition types and statuses with the reason of a
   disruption and the reason, message and time of ``PodScheduled: False``), what the
-  reconciler's Kueue path reads (every label, the ``retriable-in-group`` annotation) and
+  reconciler's Kueue path reads (every label, the ``retriable-in-group`` annotation), the attempt
+  an in-place restart's barrier is open for (``opened-attempt``) and
   what the caches themselves need: ``namespace`` and ``resourceVersion`` (the store's key
   and its re-list comparison), the controlling owner reference (the ``owner`` index, the
   tombstones and the controller's owner handler), ``apiVersion`` and ``kind``.
@@ -21,7 +22,8 @@ controller-runtime's cache transforms, written per kind:
   whether they exist and whose they are, never for their spec or data.
   A pod's node affinity is kept only as the node names it excludes (``avoiding``).
 - **Nodes** keep their name (whether a pod's node still exists), their taints' keys and the
-  types of their true conditions (whether it is unhealthy: :mod:`.policies.avoid`).
+  types of their true conditions (whether it is unhealthy: :mod:`.policies.avoid`), and whether
+  they declare ``RestartAllContainersOnContainerExits`` (pods can restart in place there).
 - **TrainingJobs** keep everything but ``managedFields`` and kubectl's
   ``last-applied-configuration`` annotation (a second copy of the spec): the reconciler
   decodes the whole spec and status.
@@ -44,7 +46,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubetrain.api import observed
+from kubetrain.api import naming, observed
 from kubetrain.operator.scheduling import kueue
 
 __all__ = ["LAST_APPLIED", "Projection", "config_map", "node", "pod", "service", "training_job"]
@@ -54,7 +56,7 @@ Projection = Callable[[Obj], Obj]
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 # The annotations of a pod that the operator reads.
-_POD_ANNOTATIONS = (kueue.RETRIABLE,)
+_POD_ANNOTATIONS = (kueue.RETRIABLE, naming.OPENED)
 # True conditions whose reason the failure semantics read (a disruption's cause).
 _DISRUPTIONS = frozenset({"DisruptionTarget", "TerminationTarget"})
 
@@ -69,6 +71,8 @@ _SHORT = 64
 # restart count) are stored once and shared; a bounded number of them.
 _SHARED_MAX = 4096
 _shared: dict[tuple[tuple[str, type, Any], ...], Obj] = {}
+# A running container's state: only that it runs is read (observed.Pod.running); one dict for all.
+_RUNNING: Obj = {"running": {}}
 
 
 def pod(obj: Obj) -> Obj:
@@ -106,8 +110,9 @@ def config_map(obj: Obj) -> Obj:
 
 
 def node(obj: Obj) -> Obj:
-    """A node's identity, the keys of its taints and the types of its true conditions but Ready
-    (what :class:`~.policies.avoid.Unhealthy` reads), without the heartbeat times."""
+    """A node's identity, the keys of its taints, the types of its true conditions but Ready
+    (what :class:`~.policies.avoid.Unhealthy` reads), without the heartbeat times, and whether it
+    declares that its kubelet restarts pods in place."""
     meta = obj.get("metadata") or {}
     out_meta: Obj = {}
     for key in ("name", "uid", "resourceVersion"):
@@ -121,8 +126,11 @@ def node(obj: Obj) -> Obj:
         for c in (obj.get("status") or {}).get("conditions") or ()
         if c.get("status") == "True" and c.get("type") not in (None, "Ready")
     ]
-    if true:
-        out["status"] = {"conditions": true}
+    status: Obj = {"conditions": true} if true else {}
+    if naming.IN_PLACE_FEATURE in ((obj.get("status") or {}).get("declaredFeatures") or ()):
+        status["declaredFeatures"] = [naming.IN_PLACE_FEATURE]
+    if status:
+        out["status"] = status
     return out
 
 
@@ -202,8 +210,10 @@ def _container(c: Mapping[str, Any]) -> Obj:
     reason = (state.get("waiting") or {}).get("reason")
     if reason:
         kept["waiting"] = {"reason": _text(reason)}
+    if "running" in state:
+        kept["running"] = {}
     if kept:
-        out["state"] = kept
+        out["state"] = _RUNNING if kept == _RUNNING else kept
     last = (c.get("lastState") or {}).get("terminated")
     if last:
         out["lastState"] = {"terminated": _terminated(last)}
@@ -244,7 +254,7 @@ def _share(d: Obj) -> Obj:
     """The one stored dict equal to ``d``, if ``d`` holds only plain values."""
     try:
         # The type too: 1 and True are equal keys, and must not share.
-        key = tuple((k, type(v), v) for k, v in d.items())
+        key = tuple((k, type(v), id(v) if v is _RUNNING else v) for k, v in d.items())
         found = _shared.get(key)
     except TypeError:  # a value that is not hashable
         return d

@@ -27,8 +27,9 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from kubetrain.api import naming, observed, v1beta1, validation
-from kubetrain.operator import scheduling, tensorboard
+from kubetrain.operator import agent, scheduling, tensorboard
 from kubetrain.operator.frameworks import framework as fw_contract
+from kubetrain.operator.policies import inplace
 from kubetrain.operator.scheduling import backend
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "RESTART_ATTEMPT_ENV",
     "RESTART_ENV",
     "SECRET_MODE",
+    "moved",
     "owner_reference",
     "pod_restart_policy",
     "render",
@@ -68,6 +70,8 @@ def render(
     pods: Collection[tuple[str, int]] | None = None,
     joining: Collection[str] = (),
     keep_off: Collection[str] = (),
+    in_place: bool = False,
+    closed: bool = False,
     with_tensorboard: bool = True,
 ) -> list[Object]:
     """ConfigMap, Services, gang groups, Pods and TensorBoard of ``job``; raises ValidationError if it cannot run.
@@ -79,7 +83,9 @@ def render(
     replacing one pod costs one pod's rendering; ``joining`` names the replica types whose pods
     are created into an attempt under way, which join a gang of their own, not the attempt's
     (:func:`.scheduling.gang.of_joiners`); the pods keep off the nodes named in ``keep_off``
-    (:mod:`.policies.avoid`); ``with_tensorboard=False`` leaves the TensorBoard out (the
+    (:mod:`.policies.avoid`); ``in_place`` gives each pod the agent and barrier that restart it
+    in place (:mod:`.agent`), ``closed`` makes their barrier wait until the operator opens it
+    (:mod:`.policies.inplace`); ``with_tensorboard=False`` leaves the TensorBoard out (the
     reconciler creates it apart).
     """
     errors = fw_contract.validate(fw, job)
@@ -104,7 +110,9 @@ def render(
     for r in world.replicas:
         if not _wanted(r, pods):
             continue
-        pod = _pod(world, fw, r, has_files=bool(files), has_secret=bool(secret))
+        pod = _pod(
+            world, fw, r, has_files=bool(files), has_secret=bool(secret), in_place=in_place, closed=closed
+        )
         g = joined[r.type] if r.type in joined else gangs[r.type]
         _schedule(pod, g, gangs[r.type], scheduler, late=late[r.type])
         _keep_off(pod["spec"], keep_off)
@@ -253,6 +261,8 @@ def _pod(
     *,
     has_files: bool,
     has_secret: bool,
+    in_place: bool = False,
+    closed: bool = False,
 ) -> Object:
     template = copy.deepcopy(dict(r.spec.template))
     tmeta = template.get("metadata") or {}
@@ -267,7 +277,12 @@ def _pod(
     assert container is not None, "validated above"
     # `kubectl logs POD` and `kubetrain logs` read the training process, not a sidecar.
     annotations = {DEFAULT_CONTAINER: container["name"], **(tmeta.get("annotations") or {})}
-    _add_env(container, {**fw.env(world, r), **_restart_env(world.job.status, attempt)})
+    restart_env = _restart_env(world.job.status, attempt)
+    if in_place:
+        _add_env(container, fw.env(world, r))
+        _in_place(spec, annotations, container, restart_env, closed=closed)
+    else:
+        _add_env(container, {**fw.env(world, r), **restart_env})
     _add_port(container, fw.port_name, r.port)
     if has_files:
         spec.setdefault("volumes", []).append(
@@ -313,6 +328,47 @@ def _restart_env(status: v1beta1.TrainingJobStatus, attempt: int) -> dict[str, s
         RESTARTS_ENV: str(status.restarts.total),
         LAST_RESTART_REASON_ENV: f"{last.failure_class.value}:{last.reason}" if last is not None else "",
     }
+
+
+def moved(status: v1beta1.TrainingJobStatus, attempt: int) -> Object:
+    """The metadata that moves a pod to ``attempt`` in place (its agent then restarts it): the
+    attempt label, and the annotations its restart env reads."""
+    env = _restart_env(status, attempt)
+    return {
+        "labels": {naming.ATTEMPT: env[RESTART_ATTEMPT_ENV]},
+        "annotations": {
+            naming.RESTARTS: env[RESTARTS_ENV],
+            naming.LAST_RESTART_REASON: env[LAST_RESTART_REASON_ENV],
+        },
+    }
+
+
+# Where a pod restarted in place reads its restart env: its own metadata, which the operator
+# moves (:func:`moved`), through the downward API, read again at every container start.
+_RESTART_ENV_FIELDS = {
+    RESTART_ATTEMPT_ENV: f"metadata.labels['{naming.ATTEMPT}']",
+    RESTARTS_ENV: f"metadata.annotations['{naming.RESTARTS}']",
+    LAST_RESTART_REASON_ENV: f"metadata.annotations['{naming.LAST_RESTART_REASON}']",
+}
+
+
+def _in_place(
+    spec: Object, annotations: dict[str, str], main: Object, restart_env: Mapping[str, str], *, closed: bool
+) -> None:
+    """Let a pod restart in place: its agent and barrier, its barrier open for its attempt (unless
+    ``closed``), and its restart env read from its own metadata, which a move changes."""
+    attempt = int(restart_env[RESTART_ATTEMPT_ENV])
+    annotations[naming.OPENED] = str(inplace.CLOSED if closed else attempt)
+    annotations[naming.RESTARTS] = restart_env[RESTARTS_ENV]
+    annotations[naming.LAST_RESTART_REASON] = restart_env[LAST_RESTART_REASON_ENV]
+    current = main.setdefault("env", [])
+    user_set = {e.get("name") for e in current}
+    current.extend(
+        {"name": k, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+        for k, path in _RESTART_ENV_FIELDS.items()
+        if k not in user_set
+    )
+    agent.add(spec, main)
 
 
 def _keep_off(spec: Object, nodes: Collection[str]) -> None:

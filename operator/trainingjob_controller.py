@@ -31,7 +31,7 @@ from typing import Any
 import attrs
 
 from kubetrain.api import meta, naming, observed, v1beta1, validation, wire
-from kubetrain.operator import accelerators, children, conditions, intake, lifecycle, memory
+from kubetrain.operator import accelerators, children, conditions, intake, lifecycle, memory, render
 from kubetrain.operator import nodes as nodes_
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.frameworks import registry as fw_registry
@@ -140,6 +140,8 @@ class TrainingJobReconciler:
                 await self.children.tensorboard(job)
             # Let a queue release the quota of the pods the job is done with.
             await self._release(job, decision.release)
+            # Move pods to a new attempt in place, and open the barrier of those that moved.
+            await self._move(job, decision.move, decision.open)
             # Delete what the step let go of, and the Services of replicas scaled away.
             await self._delete(job, decision.delete)
             await self._delete_services(job, decision.delete_services)
@@ -218,6 +220,7 @@ class TrainingJobReconciler:
             made=frozenset(k.partition("/")[2] for k in made if self.pods.store.get(k) is None),
             last_write=remembered.last_write,
             unhealthy=self.health.unhealthy if self.health is not None else frozenset(),
+            in_place=self.health is not None and self.health.in_place,
         )
 
     def _owned(self, inf: informer.Informer, key: str, job: v1beta1.TrainingJob) -> list[Obj]:
@@ -260,7 +263,7 @@ class TrainingJobReconciler:
         self, job: v1beta1.TrainingJob, fw: fw_contract.Framework, decision: lifecycle.Decision
     ) -> bool:
         """Create the wanted pods and what they need; whether the apiserver refused any."""
-        refused = await self.children.create(job, fw, decision.create, decision.joining, decision.keep_off)
+        refused = await self.children.create(job, fw, decision)
         self.memory.of(f"{job.metadata.namespace}/{job.metadata.name}").refused = refused
         return bool(refused)
 
@@ -268,11 +271,25 @@ class TrainingJobReconciler:
         patch = {"metadata": {"annotations": {naming.KUEUE_RETRIABLE: "false"}}}
         await asyncio.gather(*(self._patch_pod(n, job.metadata.namespace, patch) for n in names))
 
+    async def _move(
+        self, job: v1beta1.TrainingJob, moves: tuple[lifecycle.Move, ...], opens: tuple[lifecycle.Move, ...]
+    ) -> None:
+        # The UID in a patch is a precondition: a stale decision never touches a pod made again.
+        patches = [(m, render.moved(job.status, m.attempt)) for m in moves]
+        patches += [(m, {"annotations": {naming.OPENED: str(m.attempt)}}) for m in opens]
+        await asyncio.gather(
+            *(
+                self._patch_pod(m.pod, job.metadata.namespace, {"metadata": {"uid": m.uid, **md}})
+                for m, md in patches
+            )
+        )
+
     async def _patch_pod(self, name: str, namespace: str | None, patch: Obj) -> None:
         try:
             await self.api.merge_patch(client.PODS, name, patch, namespace)
         except client.ApiError as e:
-            if not e.not_found:
+            # Gone, or made again (the UID precondition): the next step sees it as it is.
+            if not (e.not_found or e.conflict):
                 raise
 
     async def _delete(self, job: v1beta1.TrainingJob, deletes: tuple[lifecycle.Delete, ...]) -> None:

@@ -12,6 +12,11 @@ that matches decides the action; without a match the replica's ``restartPolicy``
 Each class spends its own budget: user code spends ``budgets.userCode`` (or
 ``runPolicy.backoffLimit``), infrastructure spends ``budgets.infrastructure``. A restart
 recreates one pod, every pod of its replica type, or the whole job (``restartScope``).
+
+``restartMethod: InPlace`` restarts a replica type or the job in place where the nodes can: the
+pods stay where they are and their containers start again, every rank of the new attempt held
+until every rank of the old one has stopped. A pod that cannot (it ended, was deleted, its node
+is gone, or it did not restart in time) is made again, as ``Recreate`` (the default) makes every one.
 """
 
 import enum
@@ -64,6 +69,13 @@ class RestartScope(enum.StrEnum):
     POD = "Pod"
     REPLICA_TYPE = "ReplicaType"
     JOB = "Job"
+
+
+class RestartMethod(enum.StrEnum):
+    """How a restart of a replica type or of the job brings its pods back."""
+
+    IN_PLACE = "InPlace"
+    RECREATE = "Recreate"
 
 
 class ExitCodeOperator(enum.StrEnum):
@@ -215,6 +227,15 @@ class FailurePolicy:
     ] = ()
     restart_scope: Annotated[
         RestartScope | None, schema.Field(doc="What a restart recreates; defaults to the framework's choice.")
+    ] = None
+    restart_method: Annotated[
+        RestartMethod | None,
+        schema.Field(
+            doc="InPlace: a restart of a replica type or of the job restarts the containers of its "
+            "running pods where they are (nodes that declare RestartAllContainersOnContainerExits), and "
+            "makes again only the pods that cannot; Recreate (the default): it deletes and makes again "
+            "every pod."
+        ),
     ] = None
     budgets: Budgets = attrs.field(factory=Budgets)
     restart_backoff: RestartBackoff | None = None

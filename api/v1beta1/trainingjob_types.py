@@ -395,6 +395,13 @@ class ReplicaStatus:
             doc="Restart attempt these pods belong to; pods of an older attempt are being replaced.",
         ),
     ] = 0
+    in_place: Annotated[
+        bool,
+        schema.Field(
+            doc="The attempt began as a restart in place: pods of the attempt before it are moved to "
+            "it where they are, and made again only where they cannot be.",
+        ),
+    ] = False
     active_indexes: Annotated[
         str,
         schema.Field(
@@ -433,6 +440,10 @@ class FailureRecord:
     failure_class: Annotated[policy_types.FailureClass, schema.Field(wire="class")]
     rule: Annotated[str | None, schema.Field(doc="The failure rule that matched, if any.")] = None
     action: policy_types.FailureAction
+    restart: Annotated[
+        policy_types.RestartMethod | None,
+        schema.Field(doc="How the restart it asked for was carried out: in place, or by making pods again."),
+    ] = None
 
 
 @attrs.frozen(kw_only=True, field_transformer=schema.validated)

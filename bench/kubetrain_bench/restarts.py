@@ -11,8 +11,11 @@ restart the benchmark takes:
   time the pod was seen failed when that log is gone already;
 - the return: the latest ``joined the rendezvous`` line among the ranks of the next attempt.
 
-It prints p50, p95 and max of the differences. Every restart today recreates the pods (new
-sandboxes, a new rendezvous): these are the figures an in-place restart is measured against.
+It prints p50, p95 and max of the differences, for each ``--methods`` (``failurePolicy.
+restartMethod``): ``Recreate`` deletes every pod and makes it again (new sandboxes, scheduled
+again); ``InPlace`` moves the pods to the new attempt where they are and their kubelets restart
+every container in place. A pod restarted in place keeps its name, so a rank's ``joined`` line
+counts only when it is later than the failure.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ def main() -> None:
     p.add_argument("--restarts", type=int, default=10, help="restarts to measure")
     p.add_argument("--fail-after", type=float, default=8.0, help="seconds a rank runs before it fails")
     p.add_argument("--frameworks", default="pytorch,mpi", help="comma-separated: pytorch, mpi")
+    p.add_argument("--methods", default="Recreate,InPlace", help="comma-separated: Recreate, InPlace")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = p.parse_args()
     console.log("==> start a control plane with two real nodes (images built or reused)")
@@ -55,7 +59,11 @@ def main() -> None:
         )
         op = operator_process.start(argv, c.workdir / "logs" / "operator.log", port)
         figures = {
-            fw: measure(c, fw, args.restarts, args.fail_after) for fw in args.frameworks.split(",") if fw
+            f"{fw} {method}": measure(c, fw, method, args.restarts, args.fail_after)
+            for fw in args.frameworks.split(",")
+            if fw
+            for method in args.methods.split(",")
+            if method
         }
     finally:
         if op is not None:
@@ -64,14 +72,17 @@ def main() -> None:
     report(figures, as_json=args.json)
 
 
-def job(framework: str, restarts: int, fail_after: float) -> dict[str, Any]:
-    """The framework's sample, its last rank failing ``fail_after`` s into each of ``restarts`` attempts."""
+def job(framework: str, method: str, restarts: int, fail_after: float) -> dict[str, Any]:
+    """The framework's sample, restarted by ``method``, its last rank failing ``fail_after`` s into
+    each of ``restarts`` attempts."""
     sample, _ = JOBS[framework]
     out = samples.load("v1beta1", sample)
     out["spec"]["runPolicy"] = {"backoffLimit": restarts + 5}
     # Exit code 1 fails an MPI job at once (its Launcher's policy): here it is a restart.
     rule = {"name": "bench", "action": "Restart", "onExitCodes": {"values": [1]}}
-    out["spec"].setdefault("failurePolicy", {})["rules"] = [rule]
+    policy = out["spec"].setdefault("failurePolicy", {})
+    policy["rules"] = [rule]
+    policy["restartMethod"] = method
     fail = [f"--fail-after={fail_after}", f"--fail-attempts={restarts}"]
     for key, rs in out["spec"]["replicaSpecs"].items():
         main = rs["template"]["spec"]["containers"][0]
@@ -89,20 +100,21 @@ def job(framework: str, restarts: int, fail_after: float) -> dict[str, Any]:
 
 
 def measure(
-    c: devcluster.Cluster, framework: str, restarts: int, fail_after: float
+    c: devcluster.Cluster, framework: str, method: str, restarts: int, fail_after: float
 ) -> list[dict[str, float]]:
     """One record per restart: seconds from the failure to every rank of the next attempt joined."""
     console.log(
-        f"==> {framework}: {restarts} restarts, a rank failing {fail_after:.0f} s after each rendezvous"
+        f"==> {framework}, {method}: {restarts} restarts, a rank failing {fail_after:.0f} s after each rendezvous"
     )
     name, ranks = JOBS[framework]
-    c.kubectl("apply", "-n", NAMESPACE, "-f", "-", input=json.dumps(job(framework, restarts, fail_after)))
+    spec = job(framework, method, restarts, fail_after)
+    c.kubectl("apply", "-n", NAMESPACE, "-f", "-", input=json.dumps(spec))
     out: list[dict[str, float]] = []
     try:
         _joined(c, name, 0, ranks)
         for attempt in range(restarts):
             failed_at = _failure(c, name, attempt)
-            joined = _joined(c, name, attempt + 1, ranks)
+            joined = _joined(c, name, attempt + 1, ranks, after=failed_at)
             took = (joined - failed_at).total_seconds()
             out.append({"attempt": attempt + 1, "seconds": took})
             console.log(f"    restart {attempt + 1}/{restarts}: every rank back in {took:.2f} s")
@@ -149,16 +161,22 @@ def _failure(c: devcluster.Cluster, name: str, attempt: int, timeout: float = 30
 
 
 def _joined(
-    c: devcluster.Cluster, name: str, attempt: int, ranks: int, timeout: float = 300
+    c: devcluster.Cluster,
+    name: str,
+    attempt: int,
+    ranks: int,
+    timeout: float = 300,
+    after: datetime.datetime | None = None,
 ) -> datetime.datetime:
-    """When the last of the ``ranks`` ranks of ``attempt`` joined the rendezvous, by their logs."""
+    """When the last of the ``ranks`` ranks of ``attempt`` joined the rendezvous (later than
+    ``after``), by their logs."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         stamps: dict[str, datetime.datetime] = {}
         for pod in _pods(c, name, attempt):
             for line in _logs(c, pod["metadata"]["name"]):
                 found = JOINED.search(line)
-                if found:
+                if found and (after is None or _stamp(line) > after):
                     stamps.setdefault(found.group(1), _stamp(line))
         if len(stamps) == ranks:
             return max(stamps.values())
@@ -181,10 +199,10 @@ def report(figures: dict[str, list[dict[str, float]]], *, as_json: bool) -> None
     if as_json:
         print(json.dumps({"restarts": figures, "seconds": summary}))
         return
-    print("Restarts on 2 real nodes, every pod recreated (scope Job): seconds from a rank's failure")
+    print("Restarts on 2 real nodes (scope Job), recreated or in place: seconds from a rank's failure")
     print("to every rank of the next attempt in the rendezvous")
-    print(f"  {'framework':10} {'count':>5} {'p50':>7} {'p95':>7} {'max':>7}")
+    print(f"  {'framework, method':20} {'count':>5} {'p50':>7} {'p95':>7} {'max':>7}")
     for fw, s in summary.items():
         print(
-            f"  {fw:10} {s.get('count', 0):>5} {s.get('p50', 0):>7} {s.get('p95', 0):>7} {s.get('max', 0):>7}"
+            f"  {fw:20} {s.get('count', 0):>5} {s.get('p50', 0):>7} {s.get('p95', 0):>7} {s.get('max', 0):>7}"
         )

@@ -21,8 +21,9 @@ A step, in order:
    place); a ``ReplicaType`` or ``Job`` restart moves the type or the job to a new
    attempt, which makes every older pod stale. In a Kueue queue (:attr:`Input.queued`)
    every restart that replaces a pod moves the whole job to a new attempt: a new group.
-7. Stale and surplus pods are deleted; pods Terminating past the termination deadline are
-   force-deleted.
+7. Stale and surplus pods are deleted — or, after a restart in place, moved to the new attempt
+   where they are (:mod:`~kubetrain.operator.policies.inplace`), and opened together once none
+   of the old attempt runs; pods Terminating past the termination deadline are force-deleted.
 8. Refused creates (:attr:`Input.refused`, what the apiserver answered the last try) set
    ``ReplicaFailure`` with the apiserver's message, hold further tries back (doubling,
    1 s to 60 s), and fail the job with ``CreateRefused`` once a permanent refusal is older
@@ -65,7 +66,16 @@ table of states and its diagram).
 
 from kubetrain.operator.lifecycle.step import DEFAULT_REFUSAL_GRACE_SECONDS, step
 from kubetrain.operator.lifecycle.transitions import TRANSITIONS, diagram
-from kubetrain.operator.lifecycle.values import Decision, Defaults, Delete, Event, Input, Invalid, Refused
+from kubetrain.operator.lifecycle.values import (
+    Decision,
+    Defaults,
+    Delete,
+    Event,
+    Input,
+    Invalid,
+    Move,
+    Refused,
+)
 
 __all__ = [
     "DEFAULT_REFUSAL_GRACE_SECONDS",
@@ -76,6 +86,7 @@ __all__ = [
     "Event",
     "Input",
     "Invalid",
+    "Move",
     "Refused",
     "diagram",
     "step",

@@ -13,7 +13,7 @@ import attrs
 
 from kubetrain.api import indexes, naming, observed, v1beta1
 from kubetrain.operator import conditions, tensorboard
-from kubetrain.operator.lifecycle.values import Decision, Delete, Event, Input, Invalid
+from kubetrain.operator.lifecycle.values import Decision, Delete, Event, Input, Invalid, Move
 from kubetrain.operator.policies import (
     avoid,
     backoff,
@@ -22,6 +22,7 @@ from kubetrain.operator.policies import (
     cleanup,
     deadline,
     failure,
+    inplace,
     pacing,
     placement,
     refusal,
@@ -91,18 +92,22 @@ class _Step:
         prev = inp.status
         self.keys = {k.lower(): k for k in self.spec.replica_specs}
         self.replicas = {k: s.replicas for k, s in self.spec.replica_specs.items()}
-        self.attempts = {
-            k: prev.replica_statuses.get(k, v1beta1.ReplicaStatus()).attempt for k in self.spec.replica_specs
-        }
+        replicas = {k: prev.replica_statuses.get(k, v1beta1.ReplicaStatus()) for k in self.spec.replica_specs}
+        self.attempts = {k: r.attempt for k, r in replicas.items()}
+        self.in_place = {k: r.in_place for k, r in replicas.items()}
         self.conditions = prev.conditions
         self.counts = prev.restarts
         self.history = list(prev.failures)
+        self.recorded = len(self.history)  # where this step's failure records begin
         self.counted = {c.uid: c for c in prev.counted_failures}
         self.avoided = prev.avoided_nodes
         self.start_time, self.completion_time = prev.start_time, prev.completion_time
         gone = vanished.pods(inp.name, prev, self.replicas, inp.pods, self.counted, inp.made)
         self.pods = sorted([*inp.pods, *gone], key=lambda p: (p.replica_type, p.index, p.name, p.uid))
         self.deletes: dict[str, Delete] = {}
+        self.moves: dict[str, Move] = {}
+        self.opens: list[Move] = []
+        self.closed = False  # pods made now are made closed: moving pods are not opened yet
         self.creates: list[tuple[str, int]] = []
         self.events: list[Event] = []
         self.dues: list[datetime.datetime] = []
@@ -130,6 +135,7 @@ class _Step:
             return self._decision()
         self._unblock()
         self._delete_stale_and_surplus()
+        self._open_moved()
         self._force_overdue()
         self._create_missing()
         self._progress(restarted=bool(restarts))
@@ -223,7 +229,10 @@ class _Step:
         done = {
             (key, p.index)
             for p in self._live()
-            if p.phase == "Succeeded" and self._current(p) and (key := self._key(p)) is not None
+            if p.phase == "Succeeded"
+            and self._current(p)
+            and not p.moving
+            and (key := self._key(p)) is not None
         }
         why = success.met(self.spec.success_policy or self.inp.defaults.success, done, self.replicas)
         if why is None:
@@ -284,8 +293,8 @@ class _Step:
         fp = self.spec.failure_policy
         for pod in self.pods:
             key = self._key(pod)
-            if key is None or not self._current(pod):
-                continue
+            if key is None or not self._current(pod) or pod.moving:
+                continue  # a moving pod's end is the old attempt's, as a stale pod's is
             container = self.inp.defaults.containers.get(key, "")
             seen = self.counted[pod.uid].count if pod.uid in self.counted else 0
             due = classify.image_pull_due(pod, fp.image_pull_grace_seconds)
@@ -351,17 +360,32 @@ class _Step:
                 gang.add(key)
             elif not f.in_place:
                 self._delete(pod)
+        in_place = self.spec.failure_policy.restart_method is v1beta1.RestartMethod.IN_PLACE and any(
+            inplace.restartable(p) for p in self._live() if self._key(p) in gang
+        )
         if gang:
-            self._new_attempt({k: self.attempts[k] for k in gang})
+            self._new_attempt({k: self.attempts[k] for k in gang}, in_place=in_place)
+        # Say how each restart asked for in this step is carried out: a Pod restart by the kubelet
+        # (in place) or by making the pod again.
+        kubelet = {p.name for p, f, _ in restarts if f.in_place}
+        for i in range(self.recorded, len(self.history)):
+            r = self.history[i]
+            if r.action in (Action.RESTART, Action.RESTART_UNCHARGED):
+                how = in_place if r.replica_type in gang else r.pod in kubelet
+                self.history[i] = attrs.evolve(r, restart=_METHOD[how])
         if restarts:
             pod, f, v = restarts[-1]
+            where = " in place" if in_place else ""
             self._clear(C.RUNNING, why=v.reason, message=f"restarting after {pod.name} failed")
-            self._set(C.RESTARTING, True, v.reason, f"{_scope_text(v.scope, pod)} after {pod.name} failed")
+            self._set(
+                C.RESTARTING, True, v.reason, f"{_scope_text(v.scope, pod)}{where} after {pod.name} failed"
+            )
 
-    def _new_attempt(self, keys: Mapping[str, int]) -> None:
+    def _new_attempt(self, keys: Mapping[str, int], *, in_place: bool = False) -> None:
         attempt = max(self.attempts.values(), default=0) + 1
         for key in keys:
             self.attempts[key] = attempt
+            self.in_place[key] = in_place
 
     def _keep_off(self) -> frozenset[str]:
         return avoid.wanted(self.avoided, self.inp.unhealthy)
@@ -388,9 +412,54 @@ class _Step:
                 self._delete(pod)
 
     def _delete_stale_and_surplus(self) -> None:
+        """Delete the pods of older attempts and of indexes scaled away — or move them to their
+        type's attempt where they are, if it began as a restart in place and they can."""
         for pod in self._live():
-            if not self._current(pod):
+            if self._current(pod):
+                continue
+            key = self._key(pod)
+            if key is not None and self.in_place[key] and inplace.restartable(pod):
+                self.moves[pod.name] = Move(pod=pod.name, uid=pod.uid, attempt=self.attempts[key])
+            else:
                 self._delete(pod)
+
+    def _open_moved(self) -> None:
+        """Let the pods moved in place start their attempt once none of the old one runs; make
+        again those that cannot restart in place, or have not stopped in time."""
+        moving = [p for p in self._live() if self._current(p) and p.moving]
+        if not moving:
+            return
+        due = inplace.stop_due(self._last_restart())
+        late = [p for p in moving if p.name not in self.deletes and inplace.fall_back(p, due, self.now)]
+        for pod in late:
+            self._delete(pod)
+            self.events.append(
+                Event(
+                    type="Warning",
+                    reason="InPlaceRestartFellBack",
+                    message=f"{pod.name} did not restart in place in time, or cannot: it is made again",
+                )
+            )
+        waiting = [p for p in moving if p not in late and not p.deleting and p.name not in self.deletes]
+        if not waiting:
+            return
+        # Pods going (made again) may still run a container of the old attempt too.
+        if not inplace.may_open(moving, stale=any(not self._current(p) for p in self._live())):
+            self.closed = True
+            if due is not None and any(p.running for p in waiting):
+                self.dues.append(due)
+            return
+        for pod in waiting:
+            self.opens.append(Move(pod=pod.name, uid=pod.uid, attempt=pod.attempt))
+            # The kubelet counted the restart in place as a restart of each container: not a failure.
+            if pod.restarts:
+                self.counted[pod.uid] = v1beta1.CountedFailures(pod=pod.name, uid=pod.uid, count=pod.restarts)
+
+    def _last_restart(self) -> datetime.datetime | None:
+        return max(
+            (r.time for r in self.history if r.action in (Action.RESTART, Action.RESTART_UNCHARGED)),
+            default=None,
+        )
 
     def _force_overdue(self) -> None:
         for pod in self._live():
@@ -443,11 +512,7 @@ class _Step:
             if self.now < tried + datetime.timedelta(seconds=wait):
                 self.dues.append(tried + datetime.timedelta(seconds=wait))
                 return
-        last = max(
-            (r.time for r in self.history if r.action in (Action.RESTART, Action.RESTART_UNCHARGED)),
-            default=None,
-        )
-        due = backoff.due(self.spec.failure_policy.restart_backoff, self.counts.total, last)
+        due = backoff.due(self.spec.failure_policy.restart_backoff, self.counts.total, self._last_restart())
         if due is not None and self.now < due:
             self.dues.append(due)
             return
@@ -473,6 +538,7 @@ class _Step:
             if (key := self._key(p)) is not None
             and self._current(p)
             and p.deleted is None
+            and not p.moving
             and (p.phase == "Succeeded" or (p.phase == "Running" and "CrashLoopBackOff" not in p.waiting))
         }
         if len(up) < sum(self.replicas.values()):
@@ -512,6 +578,12 @@ class _Step:
             release=self._released(),
             joining=self._joining(),
             keep_off=tuple(sorted(self._keep_off())) if self.creates else (),
+            move=tuple(self.moves.values()),
+            open=tuple(self.opens),
+            in_place=bool(self.creates)
+            and self.spec.failure_policy.restart_method is v1beta1.RestartMethod.IN_PLACE
+            and self.inp.in_place,
+            closed=self.closed and bool(self.creates),
         )
 
     def _joining(self) -> tuple[str, ...]:
@@ -570,8 +642,12 @@ class _Step:
                 failed=sum(p.phase == "Failed" for p in pods),
                 selector=naming.selector({naming.JOB_NAME: self.inp.name, naming.REPLICA_TYPE: key.lower()}),
                 attempt=self.attempts[key],
+                in_place=self.in_place[key],
             )
         return out
+
+
+_METHOD = {True: v1beta1.RestartMethod.IN_PLACE, False: v1beta1.RestartMethod.RECREATE}
 
 
 def _describe(

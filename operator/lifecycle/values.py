@@ -19,7 +19,7 @@ import attrs
 from kubetrain.api import observed, v1beta1, validation
 from kubetrain.operator.frameworks import framework as fw_contract
 
-__all__ = ["Decision", "Defaults", "Delete", "Event", "Input", "Invalid", "Refused", "matches"]
+__all__ = ["Decision", "Defaults", "Delete", "Event", "Input", "Invalid", "Move", "Refused", "matches"]
 
 
 @attrs.frozen(kw_only=True)
@@ -96,6 +96,8 @@ class Input:
     last_write: datetime.datetime | None = None
     # Nodes the operator is told are unhealthy now (policies/avoid): new pods keep off them.
     unhealthy: frozenset[str] = frozenset()
+    # Some node declares that its kubelet restarts pods in place (policies/inplace).
+    in_place: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -114,6 +116,16 @@ class Delete:
     pod: str
     uid: str
     force: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class Move:
+    """A pod moved to a new attempt in place (relabelled: its containers restart where it is),
+    or whose barrier is opened for that attempt."""
+
+    pod: str
+    uid: str
+    attempt: int
 
 
 @attrs.frozen(kw_only=True)
@@ -143,6 +155,14 @@ class Decision:
     joining: tuple[str, ...] = ()
     # The nodes the pods to create keep off (policies/avoid), by name.
     keep_off: tuple[str, ...] = ()
+    # Restarts in place (policies/inplace): the pods to move to a new attempt; the moving pods
+    # whose barrier to open for their attempt; whether the pods to create carry the agent and
+    # barrier that let them restart in place, and whether they are made closed (pods still
+    # moving are not opened yet).
+    move: tuple[Move, ...] = ()
+    open: tuple[Move, ...] = ()
+    in_place: bool = False
+    closed: bool = False
 
     @property
     def acts(self) -> bool:
@@ -155,4 +175,6 @@ class Decision:
             or self.tensorboard
             or self.delete_services
             or self.release
+            or self.move
+            or self.open
         )

@@ -2,32 +2,42 @@
 
 ``classify`` (infrastructure or user code), ``failure`` (rules and restart policies to
 an action), ``budget`` (what each class may spend), ``backoff`` (delay between
-restarts), ``success``, ``deadline`` (active and termination deadlines), ``ttl``,
+restarts), ``inplace`` (which pods restart where they are, and when they go on), ``avoid``
+(nodes new pods keep off), ``placement`` (what the scheduler says), ``refusal`` (creates the
+apiserver refused), ``success``, ``deadline`` (active and termination deadlines), ``ttl``,
 ``cleanup``, ``pacing`` (when a changed status is written) and ``vanished`` (pods gone while
 nobody watched). :mod:`kubetrain.operator.lifecycle` combines them into one step.
 """
 
 from kubetrain.operator.policies import (
+    avoid,
     backoff,
     budget,
     classify,
     cleanup,
     deadline,
     failure,
+    inplace,
     pacing,
+    placement,
+    refusal,
     success,
     ttl,
     vanished,
 )
 
 __all__ = [
+    "avoid",
     "backoff",
     "budget",
     "classify",
     "cleanup",
     "deadline",
     "failure",
+    "inplace",
     "pacing",
+    "placement",
+    "refusal",
     "success",
     "ttl",
     "vanished",

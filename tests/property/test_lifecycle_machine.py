@@ -29,11 +29,12 @@ from testkit.world import World
 from kubetrain.api import naming, observed, v1beta1, validation
 from kubetrain.operator import conditions, lifecycle
 from kubetrain.operator.frameworks import pytorch, tensorflow
-from kubetrain.operator.policies import avoid, budget, pacing, refusal
+from kubetrain.operator.policies import avoid, budget, inplace, pacing, refusal
 
 S = v1beta1.JobState
 C = v1beta1.ConditionType
 FINAL = {S.SUCCEEDED, S.FAILED}
+M = v1beta1.RestartMethod
 EXIT_CODES = st.sampled_from([0, 0, 0, 1, 2, 42, 74, 127, 128, 130, 137, 137, 143, 255])
 # Disruptions and suspensions act one time in RARELY, so that jobs also get to finish.
 RARELY = 4
@@ -94,6 +95,8 @@ def jobs(draw: st.DrawFn) -> tuple[v1beta1.TrainingJob, Any]:
     failure_policy = v1beta1.FailurePolicy(
         rules=tuple(draw(st.lists(st.sampled_from(RULES), unique_by=lambda r: r.name, max_size=3))),
         restart_scope=draw(st.none() | st.sampled_from(v1beta1.RestartScope)),
+        # In place half the time: its moves and openings need a restart of a running gang.
+        restart_method=draw(st.sampled_from([None, M.RECREATE, M.IN_PLACE, M.IN_PLACE])),
         budgets=v1beta1.Budgets(infrastructure=v1beta1.Budget(limit=draw(limits))),
         termination_deadline_seconds=draw(st.none() | st.integers(0, 90)),
         refusal_grace_seconds=draw(st.none() | st.integers(0, 600)),
@@ -170,6 +173,19 @@ class LifecycleMachine(RuleBasedStateMachine):
     def node_health_changes(self, data: st.DataObject, node: str) -> None:
         if _now_and_then(data):
             self.world.unhealthy ^= {node}
+
+    @precondition(_ready)
+    @rule(data=st.data())
+    def kubelets_restart_in_place(self, data: st.DataObject) -> None:
+        """The kubelets stop restarting pods in place (the nodes still declare that they can), or
+        start again: a moved pod then keeps running until it is made again; or the nodes that
+        declare it go, or come back."""
+        if _now_and_then(data):
+            w = self.world
+            if data.draw(st.booleans()):
+                w.restarting = not w.restarting
+            else:
+                w.in_place = not w.in_place
 
     @precondition(_ready)
     @rule(seconds=st.integers(1, 120))
@@ -274,6 +290,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         _check_around(inp, decision)
         _check_vanished(w, decision)
         _check_avoided(inp, decision)
+        _check_in_place(inp, decision)
         permanent = _permanent_exit_pending(inp)
         assert not (
             conditions.is_true(after.conditions, C.SUCCEEDED)
@@ -327,6 +344,14 @@ class LifecycleMachine(RuleBasedStateMachine):
             assert (inp.now - last).total_seconds() >= refusal.MIN_BACKOFF, (
                 "refused creates tried in a hot loop"
             )
+
+    @invariant()
+    def one_world_at_a_time(self) -> None:
+        """The running pods of a replica type all started in one attempt: a new world never
+        meets an old one, whether its pods were made again or restarted in place."""
+        if self._ready():
+            for key, attempts in self.world.running_attempts().items():
+                assert len(attempts) <= 1, f"{key} runs attempts {sorted(attempts)} at once"
 
     @invariant()
     def attempts_never_go_back(self) -> None:
@@ -475,6 +500,47 @@ def _check_avoided(inp: lifecycle.Input, decision: lifecycle.Decision) -> None:
             ), f"{p.name} left stranded keeping off {sorted(p.avoiding - wanted)}"
 
 
+def _check_in_place(inp: lifecycle.Input, decision: lifecycle.Decision) -> None:
+    """Pods move in place only for an InPlace job and only if they can; moving pods are opened
+    only once nothing of the old attempt runs; a move charges nothing."""
+    method = inp.spec.failure_policy.restart_method
+    after = decision.status
+    pods = {p.name: p for p in inp.pods if not p.gone}
+    if decision.move:
+        event("pods moved in place")
+        assert method is v1beta1.RestartMethod.IN_PLACE, "moved pods of a job that recreates"
+    for m in decision.move:
+        p = pods[m.pod]
+        assert inplace.restartable(p), f"{p.name} moved, but it cannot restart in place"
+        assert p.attempt < m.attempt == after.replica_statuses[_key(inp, p)].attempt
+    if decision.open:
+        event("moved pods opened")
+        current = [
+            p for p in pods.values() if (k := _key(inp, p)) and p.index < inp.spec.replica_specs[k].replicas
+        ]
+        assert all(p.attempt >= after.replica_statuses[_key(inp, p)].attempt for p in current), (
+            "opened while a pod of an older attempt is left"
+        )
+        assert not any(p.running and p.opened != inplace.CLOSED for p in current if p.moving), (
+            "opened while a moved pod still runs"
+        )
+    for m in decision.open:
+        assert pods[m.pod].moving
+        assert m.attempt == pods[m.pod].attempt
+    if decision.create and decision.in_place:
+        assert method is v1beta1.RestartMethod.IN_PLACE
+        assert inp.in_place
+    # A moving pod's end is the old attempt's: it is never charged.
+    new_records = after.failures[len(after.failures) - _failed_events(decision) :]
+    for r in new_records:
+        assert not (r.pod in pods and pods[r.pod].moving), f"{r.pod} charged while it moved"
+        restarted = r.action in (v1beta1.FailureAction.RESTART, v1beta1.FailureAction.RESTART_UNCHARGED)
+        if restarted and v1beta1.state_of(after.conditions) not in FINAL:
+            assert r.restart is not None, "a restart that does not say how"
+            if r.restart is v1beta1.RestartMethod.IN_PLACE:
+                event("a restart in place")
+
+
 def _key(inp: lifecycle.Input, pod: observed.Pod) -> str:
     return next((k for k in inp.spec.replica_specs if k.lower() == pod.replica_type), "")
 
@@ -504,6 +570,7 @@ def _permanent_exit_pending(inp: lifecycle.Input) -> bool:
         code = p.exit_codes.get(inp.defaults.containers[key])
         if (
             p.attempt >= rs.attempt
+            and not p.moving  # its end is the old attempt's
             and policy is v1beta1.RestartPolicy.EXIT_CODE
             and p.phase == "Failed"
             and p.disruption is None

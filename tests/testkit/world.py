@@ -24,6 +24,7 @@ import attrs
 from kubetrain.api import indexes, naming, observed, v1beta1, validation
 from kubetrain.operator import lifecycle
 from kubetrain.operator.frameworks import framework as fw_contract
+from kubetrain.operator.policies import inplace
 
 T0 = datetime.datetime(2026, 11, 21, 12, 0, tzinfo=datetime.UTC)
 GRACE = datetime.timedelta(seconds=30)
@@ -60,6 +61,12 @@ class World:
         self.vanished_unseen: set[tuple[str, int, int]] = set()
         self.tensorboards = 0  # TensorBoards created (its Service is seen at once)
         self.decisions: list[lifecycle.Decision] = []
+        # Whether the nodes declare that they restart pods in place (what the operator is told:
+        # Input.in_place), and whether their kubelets do restart a moved pod (they may not).
+        self.in_place = True
+        self.restarting = True
+        # The attempt each running pod's containers were started in (by uid): its agent's own.
+        self.started: dict[str, int] = {}
         self._uids = itertools.count(1)
         self._placement = itertools.cycle(self.nodes)
 
@@ -99,6 +106,7 @@ class World:
             made=frozenset(self.unseen),
             last_write=self.last_write,
             unhealthy=frozenset(self.unhealthy),
+            in_place=self.in_place,
         )
 
     def reconcile(self) -> lifecycle.Decision:
@@ -121,7 +129,7 @@ class World:
         for key, index in decision.create:
             name = naming.replica_name(self.name, key, index)
             if name not in self.refusing:
-                self._create(key, index, frozenset(decision.keep_off))
+                self._create(key, index, decision)
                 continue
             status, message = self.refusing[name]
             refused.append(
@@ -141,6 +149,10 @@ class World:
             assert pod.in_queue, f"{name} released, but it is in no queue"
             self.pods[name] = attrs.evolve(pod, released=True)
             self.released.add(pod.uid)
+        for m in decision.move:
+            self._patch(m, attempt=m.attempt)
+        for m in decision.open:
+            self._patch(m, opened=m.attempt)
         for d in decision.delete:
             self._delete(d)
         for name in decision.delete_services:
@@ -149,21 +161,29 @@ class World:
         self.tensorboards += decision.tensorboard
         return decision
 
-    def _create(self, key: str, index: int, keep_off: frozenset[str]) -> None:
+    def _create(self, key: str, index: int, decision: lifecycle.Decision) -> None:
         name = naming.replica_name(self.name, key, index)
         assert name not in self.pods, f"{name} created twice"
         assert name not in self.unseen, f"{name} created twice while the cache lagged"
+        attempt = self.status.replica_statuses[key].attempt
         pod = observed.Pod(
             name=name,
             uid=f"uid-{next(self._uids)}",
             replica_type=key.lower(),
             index=index,
-            attempt=self.status.replica_statuses[key].attempt,
+            attempt=attempt,
             created=self.now,
             in_queue=self.queued,
-            avoiding=keep_off,
+            avoiding=frozenset(decision.keep_off),
+            opened=(inplace.CLOSED if decision.closed else attempt) if decision.in_place else None,
         )
         (self.unseen if self.lagging else self.pods)[name] = pod
+
+    def _patch(self, m: lifecycle.Move, **changes: int) -> None:
+        pod = self.pods.get(m.pod)
+        if pod is None or pod.uid != m.uid:
+            return  # the apiserver: 404, or refused by the UID precondition
+        self.pods[m.pod] = attrs.evolve(pod, **changes)
 
     def _delete(self, d: lifecycle.Delete) -> None:
         pod = self.pods.get(d.pod)
@@ -176,6 +196,7 @@ class World:
 
     def _remove(self, pod: observed.Pod) -> None:
         del self.pods[pod.name]
+        self.started.pop(pod.uid, None)
         self.tombstones[pod.uid] = attrs.evolve(pod, gone=True)
 
     def vanish_unseen(self, name: str) -> None:
@@ -216,15 +237,37 @@ class World:
                 continue
             if pod.deleted is not None:
                 self._remove(pod)
-            elif pod.phase == "Pending" and pod.name not in self.held:
+            elif pod.node is None and pod.phase == "Pending" and pod.name not in self.held:
                 self._schedule(pod)
+            elif pod.node is not None:
+                self._restart_in_place(pod)
+
+    def _restart_in_place(self, pod: observed.Pod) -> None:
+        """The agent of a pod moved to another attempt has the kubelet restart every container
+        (each restart counted); the barrier then holds the pod until it is opened."""
+        if pod.finished or pod.opened is None:
+            return
+        if pod.running and self.restarting and self.started.get(pod.uid) != pod.attempt:
+            pod = attrs.evolve(pod, phase="Pending", running=False, ready=False, restarts=pod.restarts + 1)
+            self.started.pop(pod.uid, None)
+        if not pod.running and pod.opened == pod.attempt:
+            pod = attrs.evolve(pod, phase="Running", running=True, ready=True)
+            self.started[pod.uid] = pod.attempt
+        self.pods[pod.name] = pod
 
     def _schedule(self, pod: observed.Pod) -> None:
         """Place ``pod`` on the next live node its affinity allows, or say it cannot be placed."""
         fits = [n for n in self.nodes if n not in self.lost and n not in pod.avoiding]
         if fits:
             node = next(n for n in self._placement if n in fits)
-            self.pods[pod.name] = attrs.evolve(pod, phase="Running", ready=True, node=node, unscheduled=None)
+            # A pod made closed waits at its barrier (init containers: Pending) until opened.
+            if pod.opened is not None and pod.opened < pod.attempt:
+                self.pods[pod.name] = attrs.evolve(pod, node=node, unscheduled=None)
+                return
+            self.pods[pod.name] = attrs.evolve(
+                pod, phase="Running", running=True, ready=True, node=node, unscheduled=None
+            )
+            self.started[pod.uid] = pod.attempt
         elif pod.unscheduled is None:
             k = len(self.nodes) - len(self.lost)
             said = f"0/{k} nodes are available: {k} node(s) didn't match Pod's node affinity/selector."
@@ -246,9 +289,11 @@ class World:
                 pod,
                 phase="Succeeded" if code == 0 else "Failed",
                 ready=False,
+                running=False,
                 exit_codes={container: code},
                 reasons=(why,),
             )
+            self.started.pop(pod.uid, None)
 
     def _key(self, pod: observed.Pod) -> str:
         return next(k for k in self.job.spec.replica_specs if k.lower() == pod.replica_type)
@@ -296,6 +341,14 @@ class World:
     @property
     def state(self) -> v1beta1.JobState:
         return v1beta1.state_of(self.status.conditions)
+
+    def running_attempts(self) -> dict[str, set[int]]:
+        """Replica type -> the attempts the running pods' containers were started in."""
+        out: dict[str, set[int]] = {}
+        for pod in self.pods.values():
+            if pod.uid in self.started:
+                out.setdefault(pod.replica_type, set()).add(self.started[pod.uid])
+        return out
 
     def pod(self, key: str, index: int) -> observed.Pod:
         return self.pods[naming.replica_name(self.name, key, index)]

@@ -8,14 +8,15 @@ from kubetrain_bench import restarts
 
 
 def test_the_jobs_are_the_samples_failing_in_every_measured_attempt() -> None:
-    job = restarts.job("pytorch", 10, 8.0)
+    job = restarts.job("pytorch", "InPlace", 10, 8.0)
     assert job["metadata"]["name"] == "pytorch-ddp"
     assert job["spec"]["runPolicy"]["backoffLimit"] > 10, "the budget outlasts the measured restarts"
     assert job["spec"]["failurePolicy"]["rules"][0]["action"] == "Restart", "exit code 1 restarts"
+    assert job["spec"]["failurePolicy"]["restartMethod"] == "InPlace"
     for rs in job["spec"]["replicaSpecs"].values():
         command = rs["template"]["spec"]["containers"][0]["command"]
         assert command[-2:] == ["--fail-after=8.0", "--fail-attempts=10"]
-    mpi = restarts.job("mpi", 10, 8.0)
+    mpi = restarts.job("mpi", "Recreate", 10, 8.0)
     launcher = mpi["spec"]["replicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
     assert launcher[:3] == ["mpirun", "-x", "KUBETRAIN_RESTART_ATTEMPT"], (
         "an mpirun option, before the program"

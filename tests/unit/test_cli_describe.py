@@ -27,6 +27,7 @@ def record(index: int, exit_code: int, action: str, rule: str | None, age: float
         failure_class=v1beta1.FailureClass.USER_CODE,
         rule=rule,
         action=v1beta1.FailureAction(action),
+        restart=v1beta1.RestartMethod.IN_PLACE if action == "Restart" else None,
     )
 
 
@@ -117,8 +118,8 @@ def test_a_failed_job_says_why_which_rule_decided_and_where_to_look() -> None:
         "1",
         "Error",
     ]
-    assert section(text, "Restarts:") == [
-        "Restarts:",
+    assert section(text, "Restarts") == [
+        "Restarts (restartMethod Recreate: pods made again):",
         "  CHARGED TO       SPENT    BUDGET",
         "  user code        1 of 3   runPolicy.backoffLimit",
         "  infrastructure   0        no limit",
@@ -146,6 +147,8 @@ def test_a_failed_job_says_why_which_rule_decided_and_where_to_look() -> None:
         "Error",
         "signalled",
         "Restart",
+        "(in",
+        "place)",
     ]
     assert failures[3].split() == [
         "30s",

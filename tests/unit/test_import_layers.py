@@ -41,6 +41,7 @@ class Rule(NamedTuple):
 
 # The operator's pure parts: no cluster, no runtime. The CLI and the converter may use them.
 PURE = (
+    "kubetrain.operator.agent",
     "kubetrain.operator.conditions",
     "kubetrain.operator.frameworks",
     "kubetrain.operator.intake",
