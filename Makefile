@@ -48,9 +48,13 @@ BIN_PATH = KUBETRAIN_BIN_PATH="$$(paste -sd: .control-plane-path)"
 # path for them alone (never the repository root).
 BENCH_PATH = PYTHONPATH=$(CURDIR)/bench
 
+# pytest-xdist's workers start as `python -c`, whose path begins with the working directory: the
+# repository's operator/ would hide the standard library's operator module. -P (safe path) leaves it out.
+XDIST = PYTHONSAFEPATH=1
+
 .PHONY: unit
-unit: install ## unit and property tests only (no cluster)
-	$(BIN)/pytest tests/unit tests/property
+unit: install ## unit and property tests only (no cluster), on every core
+	$(XDIST) $(BIN)/pytest -n auto tests/unit tests/property
 
 # The realcode tier runs real torch, jax, tensorflow and Open MPI: pyproject's `realcode` extra,
 # and these Debian packages (mpirun and mpicc; ssh and sshd between the MPI launcher and workers).
@@ -84,8 +88,11 @@ node: install control-plane ## the node tier only: real kubelets and containers 
 .PHONY: test
 test: lint control-plane realcode-deps ## everything CI runs: lint, types, and every test tier
 	$(BIN)/kubetrain manifests --check
-	@# Cluster tiers last: their session-wide control planes then start only when needed.
-	$(BIN_PATH) $(BIN)/pytest --hypothesis-show-statistics $(PYTEST_ARGS) tests/unit tests/property tests/realcode tests/integration tests/e2e tests/node
+	@# The pure tiers on every core: nothing shared, no cluster (pytest-xdist). The slowest tests of
+	@# each run are printed, so that a tier that grows shows where.
+	$(XDIST) $(BIN)/pytest -n auto --durations=15 --hypothesis-show-statistics $(PYTEST_ARGS) tests/unit tests/property
+	@# Then the rest, one at a time: the cluster tiers' session-wide control planes start only when needed.
+	$(BIN_PATH) $(BIN)/pytest --durations=15 $(PYTEST_ARGS) tests/realcode tests/integration tests/e2e tests/node
 
 .PHONY: bench
 bench: install control-plane ## runtime benchmark: 10,000 pods + Services + 2,500 jobs, RSS by cache, sync, no-op reconcile rate

@@ -23,6 +23,7 @@ __all__ = ["IMAGE_PULL_REASONS", "NODE_NAME_FIELD", "Pod", "Service", "avoided_n
 
 # The field a node selector term matches a node's name by.
 NODE_NAME_FIELD = "metadata.name"
+_BACKOFF = "CrashLoopBackOff"
 IMAGE_PULL_REASONS = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})
 
 
@@ -44,6 +45,7 @@ class Pod:
     # (the operator was down, or its watch broken, when it went).
     vanished: bool = False
     restarts: int = 0
+    backing_off: int = 0  # crashed containers the kubelet will restart after its back-off
     exit_codes: Mapping[str, int] = attrs.field(factory=dict)
     reasons: tuple[str, ...] = ()
     conditions: frozenset[str] = frozenset()
@@ -66,6 +68,11 @@ class Pod:
     running: bool = False
 
     @property
+    def crashes(self) -> int:
+        """The kubelet's restarts of its containers, those it has yet to make included."""
+        return self.restarts + self.backing_off
+
+    @property
     def moving(self) -> bool:
         """Moved to a new attempt in place, and held at its barrier until the operator opens it."""
         return self.opened is not None and self.opened < self.attempt
@@ -85,6 +92,7 @@ class Pod:
         status = obj.get("status") or {}
         containers = [*status.get("initContainerStatuses", []), *status.get("containerStatuses", [])]
         annotations = meta.get("annotations") or {}
+        restarts, backing_off = _restarts(containers)
         exit_codes: dict[str, int] = {}
         reasons: list[str] = [status["reason"]] if status.get("reason") else []
         waiting: set[str] = set()
@@ -122,8 +130,8 @@ class Pod:
             node=(obj.get("spec") or {}).get("nodeName"),
             node_exists=node_exists,
             gone=gone,
-            # kubetrain's own containers restart with the pod, not for a failure of it.
-            restarts=sum(int(c.get("restartCount", 0)) for c in containers if c.get("name") not in _OWN),
+            restarts=restarts,
+            backing_off=backing_off,
             exit_codes=exit_codes,
             reasons=tuple(reasons),
             conditions=frozenset(true),
@@ -142,6 +150,15 @@ class Pod:
 
 
 _OWN = frozenset({naming.AGENT, naming.BARRIER})
+
+
+def _restarts(containers: list[Mapping[str, Any]]) -> tuple[int, int]:
+    """The restart counts of the pod's own containers, and how many of them crashed and wait out
+    the kubelet's back-off (their count goes up only when they start again, up to 5 minutes
+    later). kubetrain's own containers restart with the pod, not for a failure of it."""
+    mine = [c for c in containers if c.get("name") not in _OWN]
+    waiting = [((c.get("state") or {}).get("waiting") or {}).get("reason") for c in mine]
+    return sum(int(c.get("restartCount", 0)) for c in mine), waiting.count(_BACKOFF)
 
 
 def avoided_nodes(pod_spec: Mapping[str, Any]) -> frozenset[str]:

@@ -4,18 +4,18 @@ The jobs are samples/v1beta1/pytorch-ddp.yaml (1 Master + 2 Workers: 3 ranks ove
 nodes) and mpi-allreduce.yaml (a Launcher whose ``mpirun`` starts 2 ranks on 2 Workers over ssh),
 both restarted whole (their frameworks' scope, Job), with the last rank made to fail
 ``--fail-after`` seconds after each rendezvous, in every attempt below ``--restarts``. For each
-restart the benchmark takes:
+restart the benchmark takes, from the ranks' own logs (their containers' timestamps), gathered
+while they last:
 
-- the failure: the ``rank N fails at step S`` line of the failing rank's log (its container's
-  own timestamp, as its container's log has it), read as soon as a pod shows the failure; the
-  time the pod was seen failed when that log is gone already;
-- the return: the latest ``joined the rendezvous`` line among the ranks of the next attempt.
+- the failure: the ``rank N fails at step S`` line of the failing rank in that attempt;
+- the return: the latest ``joined the rendezvous`` line among the ranks of the next attempt (each
+  rank says its attempt right after it joins).
 
 It prints p50, p95 and max of the differences, for each ``--methods`` (``failurePolicy.
 restartMethod``): ``Recreate`` deletes every pod and makes it again (new sandboxes, scheduled
 again); ``InPlace`` moves the pods to the new attempt where they are and their kubelets restart
-every container in place. A pod restarted in place keeps its name, so a rank's ``joined`` line
-counts only when it is later than the failure.
+every container in place. MPI's ranks do not say their attempt yet: ``--frameworks mpi`` waits
+for lines it never sees.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from kubetrain_bench import ROOT, console, operator_process, samples, stats
 
 NAMESPACE = "restarts"
 JOINED = re.compile(r"rank (\d+)/\d+ .*joined the rendezvous")
+ATTEMPT = re.compile(r"rank (\d+) attempt (\d+) after")
 FAILS = " fails at step "
 # framework -> (sample, ranks)
 JOBS = {"pytorch": ("pytorch-ddp", 3), "mpi": ("mpi-allreduce", 2)}
@@ -42,7 +43,11 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--restarts", type=int, default=10, help="restarts to measure")
     p.add_argument("--fail-after", type=float, default=8.0, help="seconds a rank runs before it fails")
-    p.add_argument("--frameworks", default="pytorch,mpi", help="comma-separated: pytorch, mpi")
+    p.add_argument(
+        "--frameworks",
+        default="pytorch",
+        help="comma-separated: pytorch, mpi (its ranks do not say their attempt yet)",
+    )
     p.add_argument("--methods", default="Recreate,InPlace", help="comma-separated: Recreate, InPlace")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = p.parse_args()
@@ -109,12 +114,11 @@ def measure(
     name, ranks = JOBS[framework]
     spec = job(framework, method, restarts, fail_after)
     c.kubectl("apply", "-n", NAMESPACE, "-f", "-", input=json.dumps(spec))
+    logs = Logs(c, name)
     out: list[dict[str, float]] = []
     try:
-        _joined(c, name, 0, ranks)
         for attempt in range(restarts):
-            failed_at = _failure(c, name, attempt)
-            joined = _joined(c, name, attempt + 1, ranks, after=failed_at)
+            failed_at, joined = logs.restart(attempt, ranks)
             took = (joined - failed_at).total_seconds()
             out.append({"attempt": attempt + 1, "seconds": took})
             console.log(f"    restart {attempt + 1}/{restarts}: every rank back in {took:.2f} s")
@@ -125,8 +129,54 @@ def measure(
     return out
 
 
-def _pods(c: devcluster.Cluster, name: str, attempt: int) -> list[dict[str, Any]]:
-    selector = f"training.kubetrain.dev/job-name={name},training.kubetrain.dev/restart-attempt={attempt}"
+class Logs:
+    """Every line the job's containers print, gathered while they last: a container restarted in
+    place takes its log with it within seconds, so the pods' current and previous logs are read
+    over and over, and each pod's lines kept in the order of their timestamps. A rank prints
+    ``joined the rendezvous``, then ``rank R attempt A``; the failing one ``fails at step``."""
+
+    def __init__(self, c: devcluster.Cluster, name: str) -> None:
+        self.c, self.name = c, name
+        self.lines: dict[str, set[str]] = {}
+
+    def restart(
+        self, attempt: int, ranks: int, timeout: float = 300
+    ) -> tuple[datetime.datetime, datetime.datetime]:
+        """When a rank of ``attempt`` failed, and when the last rank of the next one joined."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self._poll()
+            joins, fails = self._read()
+            if attempt in fails and len(joins.get(attempt + 1, {})) == ranks:
+                return fails[attempt], max(joins[attempt + 1].values())
+            time.sleep(0.2)
+        raise TimeoutError(f"no restart of {self.name} from attempt {attempt} within {timeout:.0f}s")
+
+    def _poll(self) -> None:
+        for pod in _pods(self.c, self.name):
+            name = pod["metadata"]["name"]
+            for previous in (False, True):
+                self.lines.setdefault(name, set()).update(_logs(self.c, name, previous=previous))
+
+    def _read(self) -> tuple[dict[int, dict[str, datetime.datetime]], dict[int, datetime.datetime]]:
+        joins: dict[int, dict[str, datetime.datetime]] = {}
+        fails: dict[int, datetime.datetime] = {}
+        for lines in self.lines.values():
+            joined: dict[str, datetime.datetime] = {}
+            current: int | None = None
+            for line in sorted(lines, key=_stamp):
+                if found := JOINED.search(line):
+                    joined[found.group(1)] = _stamp(line)
+                elif (found := ATTEMPT.search(line)) and found.group(1) in joined:
+                    current = int(found.group(2))
+                    joins.setdefault(current, {})[found.group(1)] = joined[found.group(1)]
+                elif FAILS in line and current is not None:
+                    fails.setdefault(current, _stamp(line))
+        return joins, fails
+
+
+def _pods(c: devcluster.Cluster, name: str) -> list[dict[str, Any]]:
+    selector = f"training.kubetrain.dev/job-name={name}"
     items: list[dict[str, Any]] = json.loads(
         c.kubectl("get", "pods", "-n", NAMESPACE, "-l", selector, "-o", "json").stdout
     )["items"]
@@ -135,53 +185,7 @@ def _pods(c: devcluster.Cluster, name: str, attempt: int) -> list[dict[str, Any]
 
 def _logs(c: devcluster.Cluster, pod: str, *, previous: bool = False) -> list[str]:
     args = ["logs", "-n", NAMESPACE, pod, "--timestamps", *(["--previous"] if previous else [])]
-    return c.kubectl(*args, check=False).stdout.splitlines()
-
-
-def _failure(c: devcluster.Cluster, name: str, attempt: int, timeout: float = 300) -> datetime.datetime:
-    """When the failing rank of ``attempt`` failed, by its log's timestamp (else when it was seen)."""
-    deadline = time.monotonic() + timeout
-    seen: datetime.datetime | None = None
-    while time.monotonic() < deadline:
-        for pod in _pods(c, name, attempt):
-            statuses = pod.get("status", {}).get("containerStatuses", [])
-            if pod["status"].get("phase") != "Failed" and not any(s.get("restartCount") for s in statuses):
-                continue
-            seen = seen or datetime.datetime.now(datetime.UTC)
-            for previous in (True, False):
-                stamps = [
-                    _stamp(x) for x in _logs(c, pod["metadata"]["name"], previous=previous) if FAILS in x
-                ]
-                if stamps:
-                    return stamps[-1]
-        if seen is not None and (datetime.datetime.now(datetime.UTC) - seen).total_seconds() > 3:
-            return seen  # the log went with its pod
-        time.sleep(0.1)
-    raise TimeoutError(f"no rank of {name}'s attempt {attempt} failed in {timeout:.0f}s")
-
-
-def _joined(
-    c: devcluster.Cluster,
-    name: str,
-    attempt: int,
-    ranks: int,
-    timeout: float = 300,
-    after: datetime.datetime | None = None,
-) -> datetime.datetime:
-    """When the last of the ``ranks`` ranks of ``attempt`` joined the rendezvous (later than
-    ``after``), by their logs."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        stamps: dict[str, datetime.datetime] = {}
-        for pod in _pods(c, name, attempt):
-            for line in _logs(c, pod["metadata"]["name"]):
-                found = JOINED.search(line)
-                if found and (after is None or _stamp(line) > after):
-                    stamps.setdefault(found.group(1), _stamp(line))
-        if len(stamps) == ranks:
-            return max(stamps.values())
-        time.sleep(0.2)
-    raise TimeoutError(f"the ranks of {name}'s attempt {attempt} did not all join in {timeout:.0f}s")
+    return [x for x in c.kubectl(*args, check=False).stdout.splitlines() if x[:4].isdigit()]
 
 
 def _stamp(line: str) -> datetime.datetime:

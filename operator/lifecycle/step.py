@@ -407,7 +407,7 @@ class _Step:
             own = observed.avoided_nodes(self.spec.replica_specs[key].template.get("spec") or {})
             if pod.avoiding - wanted - own:
                 self.counted[pod.uid] = v1beta1.CountedFailures(
-                    pod=pod.name, uid=pod.uid, count=pod.restarts + 1
+                    pod=pod.name, uid=pod.uid, count=pod.crashes + 1
                 )
                 self._delete(pod)
 
@@ -443,8 +443,10 @@ class _Step:
         waiting = [p for p in moving if p not in late and not p.deleting and p.name not in self.deletes]
         if not waiting:
             return
-        # Pods going (made again) may still run a container of the old attempt too.
-        if not inplace.may_open(moving, stale=any(not self._current(p) for p in self._live())):
+        # Pods going (made again) may still run a container of the old attempt too; and a restart
+        # in place waits out the restart backoff, as making pods again does.
+        stale = any(not self._current(p) for p in self._live())
+        if not inplace.may_open(moving, stale=stale) or self._backing_off():
             self.closed = True
             if due is not None and any(p.running for p in waiting):
                 self.dues.append(due)
@@ -452,8 +454,16 @@ class _Step:
         for pod in waiting:
             self.opens.append(Move(pod=pod.name, uid=pod.uid, attempt=pod.attempt))
             # The kubelet counted the restart in place as a restart of each container: not a failure.
-            if pod.restarts:
-                self.counted[pod.uid] = v1beta1.CountedFailures(pod=pod.name, uid=pod.uid, count=pod.restarts)
+            if pod.crashes:
+                self.counted[pod.uid] = v1beta1.CountedFailures(pod=pod.name, uid=pod.uid, count=pod.crashes)
+
+    def _backing_off(self) -> bool:
+        """Whether the restart backoff still holds the next attempt back (and when to look again)."""
+        due = backoff.due(self.spec.failure_policy.restart_backoff, self.counts.total, self._last_restart())
+        if due is not None and self.now < due:
+            self.dues.append(due)
+            return True
+        return False
 
     def _last_restart(self) -> datetime.datetime | None:
         return max(
@@ -512,9 +522,7 @@ class _Step:
             if self.now < tried + datetime.timedelta(seconds=wait):
                 self.dues.append(tried + datetime.timedelta(seconds=wait))
                 return
-        due = backoff.due(self.spec.failure_policy.restart_backoff, self.counts.total, self._last_restart())
-        if due is not None and self.now < due:
-            self.dues.append(due)
+        if self._backing_off():
             return
         names = {p.name for p in live} | self.inp.made
         ready = {(self._key(p), p.index) for p in live if p.ready and p.deleted is None}

@@ -58,10 +58,11 @@ class Failure:
 def new_failures(
     pod: observed.Pod, counted: int, *, container: str, now: datetime.datetime, image_pull_grace: int | None
 ) -> list[Failure]:
-    """The failures of ``pod`` beyond the first ``counted`` (container restarts come first)."""
-    out = [_restarted(pod, container)] * max(0, pod.restarts - counted)
+    """The failures of ``pod`` beyond the first ``counted`` (container restarts come first, each
+    as soon as the container crashed: not when the kubelet's back-off lets it start again)."""
+    out = [_restarted(pod, container)] * max(0, pod.crashes - counted)
     whole = _pod_failure(pod, container, now, image_pull_grace)
-    if whole is not None and counted <= pod.restarts:
+    if whole is not None and counted <= pod.crashes:
         out.append(whole)
     return out
 

@@ -38,7 +38,7 @@ def pods(
     there = {
         (p.replica_type, p.index, p.attempt)
         for p in seen
-        if not p.gone or p.uid not in counted or counted[p.uid].count <= p.restarts
+        if not p.gone or p.uid not in counted or counted[p.uid].count <= p.crashes
     }
     out = []
     for key, rs in status.replica_statuses.items():

@@ -42,3 +42,30 @@ def test_a_log_timestamp_reads_to_the_microsecond() -> None:
     assert restarts._stamp("2026-11-27T03:51:02Z x") == datetime.datetime(
         2026, 11, 27, 3, 51, 2, tzinfo=datetime.UTC
     )
+
+
+def test_each_restart_is_read_from_the_ranks_own_lines_whichever_container_printed_them() -> None:
+    logs = restarts.Logs(None, "pt")  # type: ignore[arg-type]
+    logs.lines = {
+        # The failing rank's pod: attempt 0's container, then attempt 1's (restarted in place).
+        "pt-worker-1": {
+            "2026-11-27T10:00:01Z rank 2/3 on w-1 joined the rendezvous at m",
+            "2026-11-27T10:00:01.100Z rank 2 attempt 0 after 0 restart(s), last: -",
+            "2026-11-27T10:00:09Z rank 2 fails at step 811",
+            "2026-11-27T10:00:15Z rank 2/3 on w-1 joined the rendezvous at m",
+            "2026-11-27T10:00:15.100Z rank 2 attempt 1 after 1 restart(s), last: UserCode:Error",
+        },
+        "pt-master-0": {
+            "2026-11-27T10:00:01Z rank 0/3 on m joined the rendezvous at m",
+            "2026-11-27T10:00:01.100Z rank 0 attempt 0 after 0 restart(s), last: -",
+            "2026-11-27T10:00:14Z rank 0/3 on m joined the rendezvous at m",
+            "2026-11-27T10:00:14.100Z rank 0 attempt 1 after 1 restart(s), last: UserCode:Error",
+        },
+    }
+    joins, fails = logs._read()
+    assert fails == {0: restarts._stamp("2026-11-27T10:00:09Z x")}
+    assert joins[1] == {
+        "2": restarts._stamp("2026-11-27T10:00:15Z x"),
+        "0": restarts._stamp("2026-11-27T10:00:14Z x"),
+    }
+    assert sorted(joins) == [0, 1]

@@ -82,3 +82,27 @@ def test_image_pull_errors_fail_the_pod_only_after_the_grace_period() -> None:
     assert classify.image_pull_due(stuck, None) == stuck.created + datetime.timedelta(  # type: ignore[operator]
         seconds=classify.DEFAULT_IMAGE_PULL_GRACE
     )
+
+
+def test_a_container_crashed_and_waiting_out_its_back_off_has_failed_already() -> None:
+    # Its restart count goes up only when the kubelet starts it again, up to 5 minutes later.
+    def seen(count: int, state: dict[str, object]) -> observed.Pod:
+        status = {
+            "name": "main",
+            "restartCount": count,
+            "state": state,
+            "lastState": {"terminated": {"exitCode": 1}},
+        }
+        return observed.Pod.of(
+            {
+                "metadata": {"name": "p", "uid": "u"},
+                "status": {"phase": "Running", "containerStatuses": [status]},
+            }
+        )
+
+    crashed = seen(2, {"waiting": {"reason": "CrashLoopBackOff"}})
+    assert (crashed.restarts, crashed.crashes) == (2, 3), "the restart count itself is the kubelet's"
+    [f] = failures(crashed, counted=2)
+    assert (f.in_place, f.exit_code) == (True, 1)
+    restarted = seen(3, {"running": {}})
+    assert failures(restarted, counted=3) == [], "counted once, when it crashed"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 from testkit.builders import a_job
 from testkit.world import World
@@ -108,6 +109,27 @@ def test_a_moved_pod_that_does_not_stop_in_time_is_made_again() -> None:
     assert w.state is S.RUNNING
     assert w.pod("Master", 0).uid != master
     assert w.status.restarts.total == 1, "the fall-back is the same restart"
+
+
+def test_moved_pods_wait_out_the_restart_backoff_as_made_ones_do() -> None:
+    w = torch()
+    backoff = v1beta1.RestartBackoff(initial_seconds=20)
+    w.job = attrs.evolve(
+        w.job,
+        spec=attrs.evolve(
+            w.job.spec, failure_policy=attrs.evolve(w.job.spec.failure_policy, restart_backoff=backoff)
+        ),
+    )
+    w.settle()
+    w.exit(naming.replica_name("pt", "Worker", 1), 137)
+    w.tick(1)
+    w.settle()
+    assert w.state is S.RESTARTING
+    assert {p.opened for p in w.pods.values()} <= {0, inplace.CLOSED}, "none opened within the backoff"
+    w.tick(20)
+    w.settle()
+    assert w.state is S.RUNNING
+    assert {p.opened for p in w.pods.values()} == {1}
 
 
 def test_recreate_deletes_every_pod_as_before() -> None:
