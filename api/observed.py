@@ -24,6 +24,8 @@ __all__ = ["IMAGE_PULL_REASONS", "NODE_NAME_FIELD", "Pod", "Service", "avoided_n
 # The field a node selector term matches a node's name by.
 NODE_NAME_FIELD = "metadata.name"
 _BACKOFF = "CrashLoopBackOff"
+# The reason of a container's last termination when the kubelet restarted its whole pod in place.
+_RESTARTED_IN_PLACE = "RestartingAllContainers"
 IMAGE_PULL_REASONS = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})
 
 
@@ -45,7 +47,10 @@ class Pod:
     # (the operator was down, or its watch broken, when it went).
     vanished: bool = False
     restarts: int = 0
-    backing_off: int = 0  # crashed containers the kubelet will restart after its back-off
+    backing_off: int = 0  # crashed containers the kubelet has yet to start again
+    # Its containers last stopped for a restart of the whole pod in place (RestartAllContainers),
+    # not for a failure: the restart counts that restart added are none of the job's failures.
+    restarted_in_place: bool = False
     exit_codes: Mapping[str, int] = attrs.field(factory=dict)
     reasons: tuple[str, ...] = ()
     conditions: frozenset[str] = frozenset()
@@ -92,7 +97,16 @@ class Pod:
         status = obj.get("status") or {}
         containers = [*status.get("initContainerStatuses", []), *status.get("containerStatuses", [])]
         annotations = meta.get("annotations") or {}
-        restarts, backing_off = _restarts(containers)
+        phase = status.get("phase", "Pending")
+        # A finished pod's containers are not started again, whatever its policy.
+        policy = (
+            "Never"
+            if phase in ("Succeeded", "Failed")
+            else (obj.get("spec") or {}).get("restartPolicy", "Always")
+        )
+        restarts, backing_off = _restarts(
+            status.get("initContainerStatuses", []), status.get("containerStatuses", []), policy
+        )
         exit_codes: dict[str, int] = {}
         reasons: list[str] = [status["reason"]] if status.get("reason") else []
         waiting: set[str] = set()
@@ -123,7 +137,7 @@ class Pod:
             replica_type=labels.get(naming.REPLICA_TYPE, ""),
             index=_int(labels.get(naming.REPLICA_INDEX)),
             attempt=_int(labels.get(naming.ATTEMPT)),
-            phase=status.get("phase", "Pending"),
+            phase=phase,
             ready="Ready" in true,
             created=_time(meta.get("creationTimestamp")),
             deleted=_time(meta.get("deletionTimestamp")),
@@ -145,6 +159,12 @@ class Pod:
             released=annotations.get(naming.KUEUE_RETRIABLE) == "false",
             avoiding=avoided_nodes(obj.get("spec") or {}),
             opened=_int(annotations[naming.OPENED]) if naming.OPENED in annotations else None,
+            restarted_in_place=any(
+                ((c.get("lastState") or {}).get("terminated") or {}).get("reason") == _RESTARTED_IN_PLACE
+                and "terminated" not in (c.get("state") or {})
+                for c in status.get("containerStatuses", [])
+                if c.get("name") not in _OWN
+            ),
             running=any("running" in (c.get("state") or {}) for c in status.get("containerStatuses", [])),
         )
 
@@ -152,13 +172,28 @@ class Pod:
 _OWN = frozenset({naming.AGENT, naming.BARRIER})
 
 
-def _restarts(containers: list[Mapping[str, Any]]) -> tuple[int, int]:
-    """The restart counts of the pod's own containers, and how many of them crashed and wait out
-    the kubelet's back-off (their count goes up only when they start again, up to 5 minutes
-    later). kubetrain's own containers restart with the pod, not for a failure of it."""
-    mine = [c for c in containers if c.get("name") not in _OWN]
-    waiting = [((c.get("state") or {}).get("waiting") or {}).get("reason") for c in mine]
-    return sum(int(c.get("restartCount", 0)) for c in mine), waiting.count(_BACKOFF)
+def _restarts(
+    init: list[Mapping[str, Any]], regular: list[Mapping[str, Any]], policy: str
+) -> tuple[int, int]:
+    """The restart counts of the pod's own containers, and how many of them crashed and wait for
+    the kubelet to start them again (a regular one stopped under ``policy``, the pod's
+    restartPolicy, or any waiting out its back-off): their count goes up only when they start,
+    after a back-off of up to 5 minutes. kubetrain's own containers restart with the pod, not for
+    a failure of it."""
+    mine = [c for c in (*init, *regular) if c.get("name") not in _OWN]
+    pending = 0
+    for c in mine:
+        state = c.get("state") or {}
+        code = (state.get("terminated") or {}).get("exitCode")
+        if ((state.get("waiting") or {}).get("reason")) == _BACKOFF:
+            pending += 1
+        elif (
+            c in regular
+            and code is not None
+            and (policy == "Always" or (policy == "OnFailure" and code != 0))
+        ):
+            pending += 1  # stopped, and not yet waiting out the back-off
+    return sum(int(c.get("restartCount", 0)) for c in mine), pending
 
 
 def avoided_nodes(pod_spec: Mapping[str, Any]) -> frozenset[str]:

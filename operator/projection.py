@@ -8,7 +8,7 @@ new, small dict holding exactly what its readers use — the projection of
 controller-runtime's cache transforms, written per kind:
 
 - **Pods** keep what :meth:`kubetrain.api.observed.Pod.of` reads (name, uid, the
-  replica labels, creation and deletion times, ``spec.nodeName``, phase and reason, each
+  replica labels, creation and deletion times, ``spec.nodeName`` and ``restartPolicy``, phase and reason, each
   container's name, restart count and the exit code, reason and waiting reason of its
   ``state``/``lastState`` and whether it runs, the condition types and statuses with the reason of a
   disruption and the reason, message and time of ``PodScheduled: False``), what the
@@ -88,6 +88,8 @@ def pod(obj: Obj) -> Obj:
     out_spec: Obj = {}
     if spec.get("nodeName") is not None:
         out_spec["nodeName"] = _text(spec["nodeName"])
+    if spec.get("restartPolicy") is not None:
+        out_spec["restartPolicy"] = _text(spec["restartPolicy"])
     avoiding = observed.avoided_nodes(spec)
     if avoiding:
         field = {"key": observed.NODE_NAME_FIELD, "operator": "NotIn", "values": sorted(map(_text, avoiding))}

@@ -288,8 +288,14 @@ class _Step:
         self._set(C.SCHEDULED, seen.placed, seen.reason, seen.message)
 
     def _account(self) -> list[tuple[observed.Pod, classify.Failure, failure.Verdict]]:
-        """Charge and record every failure not counted yet; the restarts they ask for."""
+        """Charge and record every failure not counted yet; the restarts they ask for.
+
+        Once a failure restarts a replica type (or the job), the other failures of its pods seen
+        in the same step are the old attempt's, as a stale pod's end is: when a rank dies its
+        peers crash too, and one restart is charged once. A failure that fails the job still does.
+        """
         restarts = []
+        restarting: set[str] = set()  # replica types a failure seen in this step restarts already
         fp = self.spec.failure_policy
         for pod in self.pods:
             key = self._key(pod)
@@ -297,6 +303,11 @@ class _Step:
                 continue  # a moving pod's end is the old attempt's, as a stale pod's is
             container = self.inp.defaults.containers.get(key, "")
             seen = self.counted[pod.uid].count if pod.uid in self.counted else 0
+            if pod.restarted_in_place and pod.crashes > seen:
+                # The kubelet counts a restart in place as one more restart of each container,
+                # when it kills them and again as it starts them: none is a failure.
+                seen = pod.crashes
+                self.counted[pod.uid] = v1beta1.CountedFailures(pod=pod.name, uid=pod.uid, count=seen)
             due = classify.image_pull_due(pod, fp.image_pull_grace_seconds)
             if due is not None and due > self.now:
                 self.dues.append(due)
@@ -312,6 +323,8 @@ class _Step:
                     scope=fp.restart_scope or self.inp.defaults.restart_scope,
                     container=container,
                 )
+                if key in restarting and v.action in (Action.RESTART, Action.RESTART_UNCHARGED):
+                    continue
                 self.counts, over = budget.charge(
                     self.counts,
                     action=v.action,
@@ -347,19 +360,24 @@ class _Step:
                     return []
                 if action in (Action.RESTART, Action.RESTART_UNCHARGED):
                     restarts.append((pod, f, v))
+                    restarting |= self._restarted_with(key, f, v)
         return restarts
+
+    def _restarted_with(self, key: str, f: classify.Failure, v: failure.Verdict) -> set[str]:
+        """The replica types a restart for this failure of a ``key`` pod moves to a new attempt."""
+        if v.scope is v1beta1.RestartScope.JOB or (self.inp.queued and not f.in_place):
+            return set(self.replicas)
+        return {key} if v.scope is v1beta1.RestartScope.REPLICA_TYPE else set()
 
     def _restart(self, restarts: list[tuple[observed.Pod, classify.Failure, failure.Verdict]]) -> None:
         gang: set[str] = set()
         for pod, f, v in restarts:
             key = self._key(pod)
             assert key is not None
-            if v.scope is v1beta1.RestartScope.JOB or (self.inp.queued and not f.in_place):
-                gang |= set(self.replicas)
-            elif v.scope is v1beta1.RestartScope.REPLICA_TYPE:
-                gang.add(key)
-            elif not f.in_place:
-                self._delete(pod)
+            together = self._restarted_with(key, f, v)
+            gang |= together
+            if not together and not f.in_place:
+                self._delete(pod)  # a Pod restart
         in_place = self.spec.failure_policy.restart_method is v1beta1.RestartMethod.IN_PLACE and any(
             inplace.restartable(p) for p in self._live() if self._key(p) in gang
         )
@@ -457,6 +475,10 @@ class _Step:
             if pod.crashes:
                 self.counted[pod.uid] = v1beta1.CountedFailures(pod=pod.name, uid=pod.uid, count=pod.crashes)
 
+    def _made_in_place(self) -> bool:
+        """Whether pods made now carry the agent and barrier that restart them in place."""
+        return self.spec.failure_policy.restart_method is v1beta1.RestartMethod.IN_PLACE and self.inp.in_place
+
     def _backing_off(self) -> bool:
         """Whether the restart backoff still holds the next attempt back (and when to look again)."""
         due = backoff.due(self.spec.failure_policy.restart_backoff, self.counts.total, self._last_restart())
@@ -516,6 +538,8 @@ class _Step:
         live = self._live()
         if any(not self._current(p) for p in live):
             return  # a new attempt starts only when the old one is gone entirely
+        if self.closed and not self._made_in_place():
+            return  # or, while moved pods still run it, when a new pod can wait at a barrier
         if self.refused_since is not None:
             tried = max(r.at for r in self.inp.refused)
             wait = refusal.backoff((tried - self.refused_since).total_seconds())
@@ -588,9 +612,7 @@ class _Step:
             keep_off=tuple(sorted(self._keep_off())) if self.creates else (),
             move=tuple(self.moves.values()),
             open=tuple(self.opens),
-            in_place=bool(self.creates)
-            and self.spec.failure_policy.restart_method is v1beta1.RestartMethod.IN_PLACE
-            and self.inp.in_place,
+            in_place=bool(self.creates) and self._made_in_place(),
             closed=self.closed and bool(self.creates),
         )
 

@@ -248,10 +248,19 @@ class World:
         if pod.finished or pod.opened is None:
             return
         if pod.running and self.restarting and self.started.get(pod.uid) != pod.attempt:
-            pod = attrs.evolve(pod, phase="Pending", running=False, ready=False, restarts=pod.restarts + 1)
+            pod = attrs.evolve(
+                pod,
+                phase="Pending",
+                running=False,
+                ready=False,
+                restarts=pod.restarts + 1,
+                restarted_in_place=True,
+            )
             self.started.pop(pod.uid, None)
         if not pod.running and pod.opened == pod.attempt:
-            pod = attrs.evolve(pod, phase="Running", running=True, ready=True)
+            # The kubelet counts the start after a restart in place once more.
+            restarts = pod.restarts + pod.restarted_in_place
+            pod = attrs.evolve(pod, phase="Running", running=True, ready=True, restarts=restarts)
             self.started[pod.uid] = pod.attempt
         self.pods[pod.name] = pod
 
@@ -282,7 +291,11 @@ class World:
         why = reason or ("Completed" if code == 0 else "Error")
         if self._kubelet_restarts(pod, code):
             self.pods[name] = attrs.evolve(
-                pod, restarts=pod.restarts + 1, exit_codes={container: code}, reasons=(why,)
+                pod,
+                restarts=pod.restarts + 1,
+                exit_codes={container: code},
+                reasons=(why,),
+                restarted_in_place=False,
             )
         else:
             self.pods[name] = attrs.evolve(
@@ -290,6 +303,7 @@ class World:
                 phase="Succeeded" if code == 0 else "Failed",
                 ready=False,
                 running=False,
+                restarted_in_place=False,
                 exit_codes={container: code},
                 reasons=(why,),
             )

@@ -157,7 +157,10 @@ def test_a_projected_pod_is_a_small_part_of_the_pod() -> None:
     assert size(projected) < size(pod) / 6, json.dumps(projected, indent=1)
     for dropped in ("managedFields", "annotations", "generation"):
         assert dropped not in projected["metadata"]
-    assert projected["spec"] == {"nodeName": pod["spec"]["nodeName"]}
+    assert projected["spec"] == {
+        "nodeName": pod["spec"]["nodeName"],
+        "restartPolicy": pod["spec"]["restartPolicy"],
+    }
     assert set(projected["status"]) == {"phase", "conditions", "containerStatuses"}
     assert projected["metadata"]["ownerReferences"] == [
         {k: v for k, v in pod["metadata"]["ownerReferences"][0].items() if k != "blockOwnerDeletion"}
