@@ -757,7 +757,7 @@ def test_kubetrain_convert_prints_the_training_job_and_its_warnings(
     job = hub(yaml.safe_load(out))
     assert (job.metadata.name, job.spec.framework.name) == ("paddle-simple", "paddle")
     assert err == (
-        f"warning: {path}:10: spec.paddleReplicaSpecs.Worker: kubetrain does not set POD_IP_DUMMY: the rendezvous "
+        f"warning: {path}:9:5: spec.paddleReplicaSpecs.Worker: kubetrain does not set POD_IP_DUMMY: the rendezvous "
         "replica's PADDLE_MASTER is 127.0.0.1:port instead of $(POD_IP_DUMMY):port\n"
     )
 
@@ -771,7 +771,7 @@ def test_kubetrain_convert_refuses_a_bad_file_with_its_line(
     assert main.main(["convert", str(path)]) == 1
     out, err = capsys.readouterr()
     assert out == ""
-    assert err == f"error: {path}:10: spec.jaxReplicaSpecs.Worker.replicaz: unknown field\n"
+    assert err == f"error: {path}:10:7: spec.jaxReplicaSpecs.Worker.replicaz: unknown field\n"
 
 
 def test_kubetrain_convert_to_writes_a_training_job_back_as_a_kubeflow_kind(
