@@ -95,7 +95,7 @@ class ReadError(ValueError):
 def read(data: bytes) -> list[tuple[Any, Pos]]:
     """Every non-empty document of ``data``, with its positions; :class:`ReadError` if none."""
     if len(data) > MAX_BYTES:
-        raise ReadError(1, 1, (), f"{_size(len(data))} is more than kubetrain reads ({_size(MAX_BYTES)})")
+        raise ReadError(1, 1, (), f"larger than {_size(MAX_BYTES)}, more than kubetrain reads in one file")
     return parse(decode(data))
 
 
@@ -221,6 +221,7 @@ class _Builder:
         self.anchors: dict[str, tuple[Any, Pos, int, int]] = {}
         self.values = 0  # in the file so far, aliases expanded
         self.root: tuple[Any, Pos] | None = None
+        self.shared = False  # an alias put a value in twice: copied apart once the document is read
 
     # -- where we are, for a message --
 
@@ -247,7 +248,7 @@ class _Builder:
     def start(self, event: Any, value: dict[str, Any] | list[Any], children: Any) -> None:
         if len(self.stack) >= MAX_DEPTH:
             raise self.problem(
-                event.start_mark, f"nests deeper than {MAX_DEPTH} levels, more than any job needs"
+                event.start_mark, f"nests deeper than {MAX_DEPTH} levels, more than kubetrain reads"
             )
         self._key_must_be_text(event, "a map" if isinstance(value, dict) else "a list")
         self.count(event, 1)
@@ -292,10 +293,10 @@ class _Builder:
         self.count(event, size)
         if len(self.stack) + depth > MAX_DEPTH:
             raise self.problem(
-                event.start_mark, f"nests deeper than {MAX_DEPTH} levels, more than any job needs"
+                event.start_mark, f"nests deeper than {MAX_DEPTH} levels, more than kubetrain reads"
             )
         if isinstance(value, dict | list):
-            value = json.loads(json.dumps(value))  # a copy of its own, as Kubernetes reads an alias
+            self.shared = True
         self.add(
             value, Pos(event.start_mark.line + 1, event.start_mark.column + 1, pos.children), size, depth
         )
@@ -307,7 +308,7 @@ class _Builder:
                 f" (aliases expanded: *{event.anchor} is {n:,})" if type(event) is events.AliasEvent else ""
             )
             raise self.problem(
-                event.start_mark, f"holds more than {MAX_VALUES:,} values{alias}, more than any job needs"
+                event.start_mark, f"holds more than {MAX_VALUES:,} values{alias}, more than kubetrain reads"
             )
 
     def add(self, value: Any, pos: Pos, size: int, depth: int) -> None:
@@ -487,6 +488,10 @@ def parse(text: str, parser: Any = None) -> list[tuple[Any, Pos]]:
             elif kind is events.AliasEvent:
                 b.alias(event)
             elif kind is events.DocumentEndEvent:
+                if b.root is not None and b.shared:
+                    # Each alias a copy of its own, as Kubernetes reads one: only now that the
+                    # document is read within bounds, so a bomb is refused before any copying.
+                    b.root = (json.loads(json.dumps(b.root[0])), b.root[1])
                 if b.root is not None and b.root[0] is not None:
                     if len(found) == MAX_DOCUMENTS:
                         raise b.problem(
