@@ -17,6 +17,8 @@ from testkit import kube
 
 from kubetrain import client
 from kubetrain.cli import main
+from kubetrain.client import kubeconfig
+from kubetrain_bench.files import generator
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SAMPLE = str(ROOT / "samples" / "v1beta1" / "pytorch-ddp.yaml")
@@ -135,3 +137,23 @@ def test_connect_raises_the_clients_own_errors(tmp_path: pathlib.Path) -> None:
     unreachable, port = kube.unreachable_kubeconfig(tmp_path)
     with pytest.raises(client.Unreachable, match=f"cannot reach the cluster at https://127.0.0.1:{port}"):
         client.connect(str(unreachable))
+
+
+def check_or_connect(path: str, *, every_tenth: bool) -> None:
+    """``client.connect`` (which starts an event loop each time), or what it checks first."""
+    if every_tenth:
+        client.connect(path)
+    else:
+        kubeconfig.check(path, None)
+
+
+def test_hostile_files_as_a_kubeconfig_are_the_clients_errors(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "kc"
+    for case in generator.cases(31, 200):
+        if case.big:
+            continue
+        path.write_bytes(case.data)
+        with pytest.raises(client.Error) as e:
+            check_or_connect(str(path), every_tenth=case.index % 10 == 0)
+        assert "\n" not in str(e.value), (case.label, str(e.value))
+        assert isinstance(e.value, client.Unreachable), (case.label, e.value)
