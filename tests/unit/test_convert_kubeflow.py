@@ -782,3 +782,19 @@ def test_kubetrain_convert_to_writes_a_training_job_back_as_a_kubeflow_kind(
     path.write_text(json.dumps(job))  # YAML is JSON
     assert main.main(["convert", str(path), "--to", "kubeflow.org/v1/JAXJob"]) == 0
     assert yaml.safe_load(capsys.readouterr().out) == kubeflow_kinds.normalise(load("kubeflow-jaxjob.yaml"))
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+@pytest.mark.parametrize("resources", [["nvidia.com/gpu"], "2", 3, {"limits": ["x"]}, {"limits": 4}])
+def test_a_container_of_any_shape_is_an_error_with_its_path_never_a_crash(name: str, resources: Any) -> None:
+    """A wrong type where a framework reads the pod (its GPUs: MPIJob's launcher, PyTorchJob's
+    nproc) is admission's error at the end, not an exception on the way (found by make bench-files)."""
+    data = yaml.safe_load((LEGACY / name).read_text())
+    if data["kind"] == "PyTorchJob":
+        data["spec"].setdefault("nprocPerNode", "auto")
+    for spec in next(v for k, v in data["spec"].items() if k.endswith("ReplicaSpecs")).values():
+        for c in spec["template"]["spec"]["containers"]:
+            c["resources"] = copy.deepcopy(resources)
+    with pytest.raises(validation.ValidationError) as e:
+        document.convert(data)
+    assert any("resources" in validation.format_path(f.path) for f in e.value.errors), e.value
