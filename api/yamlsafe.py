@@ -493,9 +493,13 @@ def parse(text: str, parser: Any = None) -> list[tuple[Any, Pos]]:
                     # document is read within bounds, so a bomb is refused before any copying.
                     b.root = (json.loads(json.dumps(b.root[0])), b.root[1])
                 if b.root is not None and b.root[0] is not None:
-                    if len(found) == MAX_DOCUMENTS:
-                        raise b.problem(
-                            event.start_mark, f"more than {MAX_DOCUMENTS} documents in one file; split it"
+                    if len(found) == MAX_DOCUMENTS:  # told where the one too many begins
+                        at = b.root[1]
+                        raise ReadError(
+                            at.line,
+                            at.column,
+                            (),
+                            f"more than {MAX_DOCUMENTS} documents in one file; split it",
                         )
                     found.append(b.root)
                 values = b.values

@@ -214,7 +214,7 @@ def test_size_and_count_are_bounded() -> None:
     assert message.startswith("job.yaml:1:599996: a[199997]: holds more than 200,000 values"), message
     assert time.perf_counter() - started < 5
     many = "---\na: 1\n" * (yamlsafe.MAX_DOCUMENTS + 1)
-    assert refused(many) == "job.yaml:203:1: more than 100 documents in one file; split it"
+    assert refused(many) == "job.yaml:202:1: more than 100 documents in one file; split it"
 
 
 def test_where_names_the_line_and_column_of_a_field() -> None:
