@@ -13,13 +13,10 @@ import random
 
 import yaml
 
+from kubetrain.api.yamlsafe import MAX_BYTES, MAX_DEPTH, MAX_DOCUMENTS, MAX_VALUES
 from kubetrain_bench.files.kinds import ANY, ERROR, OK, Base, Made
 
-# What kubetrain reads at most (kubetrain.api.yamlsafe); a case well past a bound must be an error.
-MAX_DEPTH = 100
-MAX_VALUES = 200_000
-MAX_BYTES = 8 << 20
-MAX_DOCUMENTS = 100
+# MAX_*: what kubetrain reads at most. A case well past a bound must be an error.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,8 +149,12 @@ KEPT_NUMBERS = (
 
 
 def number(rng: random.Random, base: Base) -> Made:
-    """A value that is a number JSON cannot hold, or one too long to read (errors), or an odd one."""
-    spot = rng.choice(spots(base.text))
+    """A value that is a number JSON cannot hold, or one too long to read (errors), or an odd one.
+
+    Never a replica count: ``1:30:00`` is 5,400 there, a valid job of thousands of pods that
+    ``render`` takes seconds to print (how big a job may be is admission's question, not a
+    file's; as the webhook benchmark's generator, this one asks for few replicas)."""
+    spot = rng.choice([s for s in spots(base.text) if not s.key.lower().endswith("replicas")])
     if rng.random() < 0.5:
         value = rng.choice(REFUSED_NUMBERS)
         shown = value if len(value) < 20 else f"{value[:8]}... ({len(value)} characters)"
