@@ -110,6 +110,10 @@ bench-writes: install control-plane ## write costs: kube-apiserver CPU per write
 bench-hostile: install control-plane ## hostile input: 10,000 generated documents through the deployed webhooks
 	$(BIN_PATH) $(BENCH_PATH) $(BIN)/python bench/hostile_bench.py $(BENCH_ARGS)
 
+.PHONY: bench-files
+bench-files: install ## hostile files: 10,000 generated files through convert, render, submit, the client and the reader (no cluster)
+	$(BENCH_PATH) $(BIN)/python bench/files_bench.py $(BENCH_ARGS)
+
 .PHONY: bench-admission
 bench-admission: install control-plane ## admission latency (p50/p99) with and without the webhook's dry run; CRD size
 	$(BIN_PATH) $(BENCH_PATH) $(BIN)/python bench/admission_bench.py $(BENCH_ARGS)

@@ -1,81 +1,96 @@
 """YAML documents read from a file, remembering where each field was written.
 
-A person who runs ``kubetrain render job.yaml`` should be pointed at a line, not only at
-a field: :func:`load` parses every document of a file (``-`` is standard input) and keeps
-the parser's node tree beside the data, so :meth:`Document.where` turns a field path of a
-validation error into ``job.yaml:12``. A file that is not YAML raises
-:class:`DocumentError` with the file, the line and the column the parser stopped at.
+The one way kubetrain reads a file a person hands it — ``kubetrain render``, ``convert`` and
+``submit``, the client's ``create_from_file`` and a kubeconfig: :func:`load` reads every
+document of a file (``-`` is standard input) through :mod:`kubetrain.api.yamlsafe`, which
+bounds what any input can cost and keeps the line and column of every field, so that
+:meth:`Document.where` turns a field path of a validation error into ``job.yaml:12:7``.
+Whatever cannot be read — a file that is not there, not text, not YAML, empty, a bomb —
+raises :class:`DocumentError`: one ``FILE:LINE:COLUMN: path: message`` line (the path where
+there is one).
 """
 
 from __future__ import annotations
 
-import pathlib
 import sys
-from collections.abc import Iterator
-from typing import Any
+from typing import Any, BinaryIO
 
 import attrs
-import yaml
 
-from kubetrain.api import validation
+from kubetrain.api import validation, yamlsafe
 
-__all__ = ["Document", "DocumentError", "load"]
+__all__ = ["Document", "DocumentError", "load", "loads"]
 
 
 class DocumentError(ValueError):
-    """A file that cannot be read as YAML; the message starts with ``file:line:column``."""
+    """Input that cannot be read, or a document's field errors: ``FILE:LINE:COLUMN: ...`` lines."""
 
 
 @attrs.frozen(kw_only=True)
 class Document:
     source: str  # the file's name as given, or <stdin>
     data: Any
-    node: yaml.Node = attrs.field(repr=False)
+    pos: yamlsafe.Pos = attrs.field(repr=False)
 
     def where(self, path: validation.Path) -> str:
-        """``file:line`` of the deepest part of ``path`` that the document spells out."""
-        node = self.node
+        """``file:line:column`` of the deepest part of ``path`` that the document spells out."""
+        pos = self.pos
         for part in path:
-            child = _child(node, part)
+            child = _child(pos, part)
             if child is None:
                 break
-            node = child
-        return f"{self.source}:{node.start_mark.line + 1}"
+            pos = child
+        return f"{self.source}:{pos.line}:{pos.column}"
 
     def explain(self, e: validation.ValidationError) -> DocumentError:
-        """``e`` as one ``file:line: path: message`` line per field."""
+        """``e`` as one ``file:line:column: path: message`` line per field."""
         return DocumentError("\n".join(f"{self.where(f.path)}: {f}" for f in e.errors))
 
 
 def load(name: str) -> list[Document]:
-    """Every non-empty document of file ``name`` (``-``: standard input)."""
+    """Every non-empty document of file ``name`` (``-``: standard input); at least one."""
     source = "<stdin>" if name == "-" else name
     try:
-        text = sys.stdin.read() if name == "-" else pathlib.Path(name).read_text()
+        if name == "-":
+            stdin = getattr(sys.stdin, "buffer", None)  # a test's StringIO has none
+            data = _read(stdin) if stdin is not None else sys.stdin.read(yamlsafe.MAX_BYTES + 1).encode()
+        else:
+            with open(name, "rb") as f:
+                data = _read(f)
     except OSError as e:
         raise DocumentError(f"{source}: {e.strerror or e}") from None
+    return loads(data, source)
+
+
+def loads(data: bytes | str, source: str) -> list[Document]:
+    """Every non-empty document of ``data``, read as :func:`load` reads a file named ``source``."""
     try:
-        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
-        data = list(yaml.safe_load_all(text))
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else source
-        raise DocumentError(f"{where}: {e.problem or e.context}") from None
-    except yaml.YAMLError as e:
-        raise DocumentError(f"{source}: {e}") from None
-    return [
-        Document(source=source, data=d, node=n) for d, n in zip(data, nodes, strict=True) if d is not None
-    ]
+        found = yamlsafe.read(data.encode() if isinstance(data, str) else data)
+    except yamlsafe.ReadError as e:
+        raise DocumentError(f"{source}:{e.line}:{e.column}: {_path(e.path)}{e.message}") from None
+    return [Document(source=source, data=d, pos=p) for d, p in found]
 
 
-def _child(node: yaml.Node, part: str | int) -> yaml.Node | None:
-    if isinstance(node, yaml.MappingNode):
-        return next((v for k, v in _pairs(node) if k.value == part), None)
-    if isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
-        child: yaml.Node = node.value[part]
-        return child
-    return None
+def _child(pos: yamlsafe.Pos, part: str | int) -> yamlsafe.Pos | None:
+    children = pos.children
+    found: yamlsafe.Pos | None = None
+    if isinstance(children, dict) and isinstance(part, str):
+        found = children.get(part)
+    elif isinstance(children, list) and isinstance(part, int) and 0 <= part < len(children):
+        found = children[part]
+    return found
 
 
-def _pairs(node: yaml.MappingNode) -> Iterator[tuple[yaml.Node, yaml.Node]]:
-    yield from node.value
+def _path(path: validation.Path, shown: int = 6) -> str:
+    """``path: ``, shortened when it is deeper than anyone reads (a nesting bomb's)."""
+    if not path:
+        return ""
+    if len(path) <= shown:
+        return f"{validation.format_path(path)}: "
+    return f"{validation.format_path(path[:shown])}... ({len(path)} levels): "
+
+
+def _read(f: BinaryIO) -> bytes:
+    """The whole stream, or one byte more than kubetrain reads (so that a bigger one is refused
+    without reading it all: /dev/zero ends too)."""
+    return f.read(yamlsafe.MAX_BYTES + 1)

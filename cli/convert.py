@@ -16,17 +16,12 @@ import json
 import sys
 from typing import Any
 
-import yaml
+from kubetrain.cli import errors, output
 
-from kubetrain.cli import errors
-
-__all__ = ["register"]
+__all__ = ["arguments"]
 
 
-def register(sub: Any, _cluster_flags: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        "convert", help="write an old operator's job (TFJob, PyTorchJob, MXJob, ...) as a TrainingJob"
-    )
+def arguments(_verb: str, p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="YAML with one or more jobs of an old kind, or TrainingJobs; - for stdin")
     p.add_argument(
         "--to",
@@ -62,20 +57,8 @@ def _convert(args: argparse.Namespace) -> int:
         ]
     for line in warnings:
         print(line, file=sys.stderr)
-    yaml.dump_all(out, sys.stdout, Dumper=_Dumper, sort_keys=False, width=120)
+    output.yaml_documents(out, sys.stdout)
     return 0
-
-
-class _Dumper(yaml.SafeDumper):
-    """Multi-line strings (a shell script in a command) as literal blocks, as people write them."""
-
-    def represent_str(self, data: str) -> yaml.ScalarNode:
-        if "\n" in data:
-            return self.represent_scalar("tag:yaml.org,2002:str", data, style="|")
-        return super().represent_str(data)
-
-
-_Dumper.add_representer(str, _Dumper.represent_str)
 
 
 def _target(to: str) -> tuple[str, str]:

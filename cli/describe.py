@@ -20,14 +20,13 @@ import argparse
 import datetime
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from kubetrain import client
 from kubetrain.api import meta, v1beta1
 from kubetrain.cli import cluster, output
 from kubetrain.operator.policies import budget
 
-__all__ = ["HISTORY", "RECENT_EVENTS", "deciding", "hint", "register", "tensorboard_section", "text"]
+__all__ = ["HISTORY", "RECENT_EVENTS", "arguments", "deciding", "hint", "tensorboard_section", "text"]
 
 # Enough to see a pattern; the rest is in `-o yaml` (status.failures) and kubectl get events.
 HISTORY = 10
@@ -44,12 +43,8 @@ _STATE_CONDITION = {
 }
 
 
-def register(sub: Any, cluster_flags: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        "describe",
-        parents=[cluster_flags],
-        help="a job's state and why, conditions, replicas, restarts, failures, scheduling and Events",
-    )
+def arguments(_verb: str, p: argparse.ArgumentParser) -> None:
+    cluster.add_flags(p)
     p.add_argument("job", help="the TrainingJob's name")
     p.set_defaults(run=_describe)
 

@@ -12,13 +12,10 @@ from typing import Any
 
 from kubetrain.cli import errors
 
-__all__ = ["register"]
+__all__ = ["arguments"]
 
 
-def register(sub: Any, cluster_flags: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        "dev", help="a local cluster (control plane, kwok and real nodes) for trying kubetrain"
-    )
+def arguments(_verb: str, p: argparse.ArgumentParser) -> None:
     dev_sub = p.add_subparsers(required=True, metavar="ACTION")
     up = dev_sub.add_parser("up", help="start it and stay in the foreground until Ctrl-C")
     up.add_argument("--tier", choices=["apiserver", "cluster"], default="cluster")

@@ -27,13 +27,33 @@ from kubetrain.api import v1beta1
 from kubetrain.cli import cluster, errors, logs, output, wait
 from kubetrain.client import jobs as client_jobs
 
-__all__ = ["register", "replicas_cell", "rows", "state_cell"]
+__all__ = ["arguments", "replicas_cell", "rows", "state_cell"]
 
 DELETE_TIMEOUT = 120.0
 
 
-def register(sub: Any, cluster_flags: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("submit", parents=[cluster_flags], help="create the TrainingJob(s) of a YAML file")
+def arguments(verb: str, p: argparse.ArgumentParser) -> None:
+    """The arguments of ``submit``, ``get``, ``list`` or ``delete``."""
+    cluster.add_flags(p)
+    if verb == "submit":
+        _submit_arguments(p)
+    elif verb in ("get", "list"):
+        if verb == "get":
+            p.add_argument("names", nargs="*", metavar="NAME", help="TrainingJob names")
+        p.add_argument(
+            "-o", "--output", choices=output.FORMATS, help="yaml, json or name instead of the table"
+        )
+        p.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
+        p.add_argument("-l", "--selector", help="label selector, e.g. team=vision")
+        p.set_defaults(run=_get, names=[])
+    else:
+        p.add_argument("names", nargs="+", metavar="NAME", help="TrainingJob names")
+        p.add_argument("--wait", action="store_true", help="return once the jobs and their pods are gone")
+        p.add_argument("--timeout", type=wait.duration, help="for --wait, per job (default: 2m)")
+        p.set_defaults(run=_delete)
+
+
+def _submit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="YAML with one or more TrainingJobs (v1alpha1 or v1beta1); - for stdin")
     p.add_argument("--wait", action="store_true", help="wait until each job has succeeded (0) or failed (1)")
     p.add_argument(
@@ -43,26 +63,6 @@ def register(sub: Any, cluster_flags: argparse.ArgumentParser) -> None:
         "--timeout", type=wait.duration, help="for --wait, per job: 90, 90s, 10m, 1h (default: none)"
     )
     p.set_defaults(run=_submit)
-
-    for verb, text in (
-        ("get", "show jobs by name as a table (-o yaml|json|name for the objects); no name lists them"),
-        ("list", "list the jobs of a namespace (-A: all) as a table, or -o yaml|json|name"),
-    ):
-        p = sub.add_parser(verb, parents=[cluster_flags], help=text)
-        if verb == "get":
-            p.add_argument("names", nargs="*", metavar="NAME", help="TrainingJob names")
-        p.add_argument(
-            "-o", "--output", choices=output.FORMATS, help="yaml, json or name instead of the table"
-        )
-        p.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
-        p.add_argument("-l", "--selector", help="label selector, e.g. team=vision")
-        p.set_defaults(run=_get, names=[])
-
-    p = sub.add_parser("delete", parents=[cluster_flags], help="delete jobs (their pods go with them)")
-    p.add_argument("names", nargs="+", metavar="NAME", help="TrainingJob names")
-    p.add_argument("--wait", action="store_true", help="return once the jobs and their pods are gone")
-    p.add_argument("--timeout", type=wait.duration, help="for --wait, per job (default: 2m)")
-    p.set_defaults(run=_delete)
 
 
 def _submit(args: argparse.Namespace) -> int:

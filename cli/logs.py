@@ -19,19 +19,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterable
-from typing import Any, TextIO
+from typing import TextIO
 
 from kubetrain import client
 from kubetrain.api import v1beta1
 from kubetrain.cli import cluster, output
 
-__all__ = ["Printer", "print_lines", "register", "replicas"]
+__all__ = ["Printer", "arguments", "print_lines", "replicas"]
 
 
-def register(sub: Any, cluster_flags: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        "logs", parents=[cluster_flags], help="print a job's logs, every line prefixed by its replica"
-    )
+def arguments(_verb: str, p: argparse.ArgumentParser) -> None:
+    cluster.add_flags(p)
     p.add_argument("job", help="the TrainingJob's name")
     p.add_argument(
         "-f", "--follow", action="store_true", help="keep printing until the job has finished (Ctrl-C stops)"

@@ -11,19 +11,14 @@ import argparse
 import contextlib
 import sys
 import threading
-from typing import Any
 
 from kubetrain.cli import cluster
 
-__all__ = ["register"]
+__all__ = ["arguments"]
 
 
-def register(sub: Any, cluster_flags: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        "tensorboard",
-        parents=[cluster_flags],
-        help="forward a local port to a job's TensorBoard until Ctrl-C",
-    )
+def arguments(_verb: str, p: argparse.ArgumentParser) -> None:
+    cluster.add_flags(p)
     p.add_argument("job", help="the TrainingJob's name")
     p.add_argument("--port", type=int, default=0, help="local port (default: a free one)")
     p.set_defaults(run=_tensorboard)

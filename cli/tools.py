@@ -23,13 +23,11 @@ import functools
 import pathlib
 import sys
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import Any
 
-import yaml
+from kubetrain.cli import cluster, errors, output
 
-from kubetrain.cli import errors
-
-__all__ = ["STATE_DIAGRAM_PATH", "register"]
+__all__ = ["STATE_DIAGRAM_PATH", "arguments"]
 
 STATE_DIAGRAM_PATH = "docs/state-diagram.md"
 GANG_SCHEDULERS = ("native", "coscheduling", "volcano", "none")
@@ -37,8 +35,20 @@ GANG_SCHEDULERS = ("native", "coscheduling", "volcano", "none")
 Run = Callable[[argparse.Namespace], int]
 
 
-def register(sub: Any, cluster_flags: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("render", help="print the objects the operator would create for a TrainingJob")
+def arguments(verb: str, p: argparse.ArgumentParser) -> None:
+    """The arguments of ``render``, ``manifests`` or ``migrate-storage``."""
+    if verb == "manifests":
+        p.add_argument("--root", default=".", help="the repository root (default: .)")
+        p.add_argument("--check", action="store_true", help="only fail if the checked-in CRD is stale")
+        p.set_defaults(run=_manifests)
+    elif verb == "migrate-storage":
+        cluster.add_flags(p, namespace=False)
+        p.set_defaults(run=_migrate_storage)
+    else:
+        _render_arguments(p)
+
+
+def _render_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="YAML with one or more TrainingJobs (v1alpha1 or v1beta1); - for stdin")
     p.add_argument(
         "--gang-scheduler",
@@ -47,18 +57,6 @@ def register(sub: Any, cluster_flags: argparse.ArgumentParser) -> None:
         help="the operator's --gang-scheduler to render for (default: native, what auto finds where it is served)",
     )
     p.set_defaults(run=_render)
-
-    p = sub.add_parser("manifests", help="regenerate the CRD from the API types")
-    p.add_argument("--root", default=".", help="the repository root (default: .)")
-    p.add_argument("--check", action="store_true", help="only fail if the checked-in CRD is stale")
-    p.set_defaults(run=_manifests)
-
-    p = sub.add_parser(
-        "migrate-storage",
-        help="rewrite every stored TrainingJob as v1beta1, then drop v1alpha1 from storedVersions",
-    )
-    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
-    p.set_defaults(run=_migrate_storage)
 
 
 def _reported(run: Run) -> Run:
@@ -70,7 +68,7 @@ def _reported(run: Run) -> Run:
 
         try:
             return run(args)
-        except (validation.ValidationError, documents.DocumentError, yaml.YAMLError) as e:
+        except (validation.ValidationError, documents.DocumentError) as e:
             raise errors.CommandError(str(e)) from None
 
     return wrapped
@@ -90,7 +88,7 @@ def _render(args: argparse.Namespace) -> int:
             objects.extend(render.render(decoded.job, decoded.framework, scheduler))
         except validation.ValidationError as e:
             raise doc.explain(e) from None
-    _dump(objects, sys.stdout)
+    output.yaml_documents(objects, sys.stdout)
     return 0
 
 
@@ -106,16 +104,12 @@ def _refuse_old_kind(doc: Any, file: str) -> None:
         )
 
 
-def _dump(objects: list[dict[str, Any]], out: TextIO) -> None:
-    yaml.safe_dump_all(objects, out, sort_keys=False, width=120)
-
-
 def _migrate_storage(args: argparse.Namespace) -> int:
     from kubetrain.cli import migration
     from kubetrain.client import connection
 
     async def run() -> migration.Report:
-        c = await connection.connect(args.kubeconfig, None, None)
+        c = await connection.connect(args.kubeconfig, None, args.context)
         try:
             return await migration.migrate(c)
         finally:

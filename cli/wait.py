@@ -17,25 +17,21 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from typing import Any, TextIO
+from typing import TextIO
 
 from kubetrain import client
 from kubetrain.api import v1beta1
 from kubetrain.cli import cluster, describe, errors, output
 
-__all__ = ["CONDITIONS", "condition", "duration", "failure_line", "outcome", "register", "state_line"]
+__all__ = ["CONDITIONS", "arguments", "condition", "duration", "failure_line", "outcome", "state_line"]
 
 CONDITIONS = tuple(c.value for c in v1beta1.ConditionType)
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|h|m|s)")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
-def register(sub: Any, cluster_flags: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        "wait",
-        parents=[cluster_flags],
-        help="wait until a job has a condition (exit 0), cannot get it any more (1), or time runs out (2)",
-    )
+def arguments(_verb: str, p: argparse.ArgumentParser) -> None:
+    cluster.add_flags(p)
     p.add_argument("job", help="the TrainingJob's name")
     p.add_argument(
         "--for",

@@ -24,6 +24,7 @@ notebook or a pipeline step installs kubetrain for. The ``kubetrain`` command
 from kubetrain.client.errors import (
     Error,
     InvalidInput,
+    InvalidKubeconfig,
     JobFailed,
     JobFinished,
     NotFound,
@@ -42,6 +43,7 @@ __all__ = [
     "Error",
     "Event",
     "InvalidInput",
+    "InvalidKubeconfig",
     "JobFailed",
     "JobFinished",
     "LogLine",

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import pathlib
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -23,10 +21,10 @@ import attrs
 import httpx
 import kr8s
 import kr8s.asyncio
-import yaml
 
 from kubetrain.api import v1beta1
 from kubetrain.client import errors
+from kubetrain.client import kubeconfig as config
 
 __all__ = ["EVENTS", "PODS", "SERVICES", "TRAININGJOBS", "Connection", "Kind", "connect"]
 
@@ -56,29 +54,23 @@ EVENTS = Kind("Event", "/api/v1", "events")
 
 
 async def connect(kubeconfig: str | None, namespace: str | None, context: str | None) -> Connection:
+    """A connection to the cluster of ``kubeconfig``'s context; every failure one of the client's
+    errors, in one line: a kubeconfig that cannot be used (:mod:`~kubetrain.client.kubeconfig`
+    says why, before kr8s reads it), a cluster that does not answer, or refuses us."""
+    server = config.check(kubeconfig, context)
     try:
         api = await kr8s.asyncio.api(kubeconfig=kubeconfig, namespace=namespace, context=context)
-    except (ValueError, OSError, KeyError) as e:
-        where = f"kubeconfig {kubeconfig}" if kubeconfig else "a kubeconfig (KUBECONFIG, ~/.kube/config)"
-        raise errors.Unreachable(
-            f"no cluster: cannot use {where}: {e}; `kubetrain dev kubeconfig` prints the dev cluster's"
-        ) from None
     except httpx.TransportError as e:
-        server = _server(kubeconfig, context)
         raise errors.Unreachable(f"cannot reach the cluster at {server}: {_why(e)}") from None
+    except kr8s.ServerError as e:
+        status = e.response.status_code if e.response is not None else 0
+        raise errors.Rejected(f"the cluster at {server} refused us: {_message(e)}", status) from None
+    except Exception as e:  # kr8s's own reading of what check() let through
+        where = f"kubeconfig {kubeconfig}" if kubeconfig else "the kubeconfig"
+        raise errors.InvalidKubeconfig(
+            f"cannot use {where}: {str(e).strip() or type(e).__name__}; {config.HINT}"
+        ) from None
     return Connection(api)
-
-
-def _server(kubeconfig: str | None, context: str | None) -> str:
-    """The address a kubeconfig points at, for a message (kr8s failed before it could say)."""
-    path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or "~/.kube/config"
-    try:
-        config = yaml.safe_load(pathlib.Path(path).expanduser().read_text())
-        ctx_name = context or config["current-context"]
-        ctx = next(c["context"] for c in config["contexts"] if c["name"] == ctx_name)
-        return str(next(c["cluster"]["server"] for c in config["clusters"] if c["name"] == ctx["cluster"]))
-    except (OSError, yaml.YAMLError, KeyError, TypeError, StopIteration):
-        return "the address in the kubeconfig"
 
 
 class Connection:

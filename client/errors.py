@@ -12,6 +12,7 @@ from kubetrain.api import v1beta1
 __all__ = [
     "Error",
     "InvalidInput",
+    "InvalidKubeconfig",
     "JobFailed",
     "JobFinished",
     "NotFound",
@@ -47,6 +48,11 @@ class Rejected(Error):
 
 class Unreachable(Error):
     """No cluster to talk to: no kubeconfig, or nothing answers at its address."""
+
+
+class InvalidKubeconfig(Unreachable):
+    """A kubeconfig that cannot be used: not there, not YAML, or a context that names no cluster.
+    One line: ``kubeconfig FILE:LINE:COLUMN: field: what is wrong``."""
 
 
 class WaitError(Error):

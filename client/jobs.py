@@ -84,9 +84,7 @@ def read_file(path: str, check: Callable[[Any], object] | None = None) -> list[d
                 check(doc.data)
         except validation.ValidationError as e:
             raise errors.InvalidInput(str(doc.explain(e))) from None
-    if not bodies:
-        raise errors.InvalidInput(f"{path}: no TrainingJob in it")
-    return bodies
+    return bodies  # not empty: a file without a document is the reader's error
 
 
 async def _post(c: connection.Connection, body: dict[str, Any], namespace: str | None) -> Job:

@@ -24,7 +24,7 @@ from typing import Any
 
 import attrs
 
-from kubetrain.api import meta, scheme, v1beta1, validation
+from kubetrain.api import meta, podtemplate, scheme, v1beta1, validation
 from kubetrain.convert import kinds, reader
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.frameworks import registry
@@ -112,9 +112,12 @@ class Reading:
         return containers(self.replicas[replica_type]["template"])
 
     def main_container(self, replica_type: str) -> dict[str, Any] | None:
-        if not self.containers(replica_type):
+        """The replica's main container; None where the template has none, or one of a shape
+        admission refuses (it says why at the end): the frameworks' readers expect a pod's shape."""
+        template = self.replicas[replica_type]["template"]
+        if not self.containers(replica_type) or podtemplate.errors(template):
             return None
-        return fw_contract.main_container(self.replicas[replica_type]["template"], self.flavour.fw.container)
+        return fw_contract.main_container(template, self.flavour.fw.container)
 
     def finish(self) -> dict[str, Any]:
         """The TrainingJob read, as a plain document; the spec's unread keys are errors."""

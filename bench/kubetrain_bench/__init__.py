@@ -6,8 +6,10 @@ repository root never is (its ``operator/`` folder would shadow the standard lib
 
 One subpackage per benchmark — ``jobs`` (``make bench-jobs``), ``writes`` (``make
 bench-writes``), ``runtime`` (``make bench``), ``hostile`` (``make bench-hostile``: the
-hostile-input generator and runner, which the e2e tests use too) and ``admission`` (``make
-bench-admission``) — each with its ``cli`` (arguments and ``main``). What more than one uses:
+hostile-input generator and runner, which the e2e tests use too), ``files`` (``make
+bench-files``: hostile files through the CLI, the client and the converter, no cluster; the unit
+tests run its generator and doors too) and ``admission`` (``make bench-admission``) — each with
+its ``cli`` (arguments and ``main``). What more than one uses:
 ``procs`` (readings of /proc), ``stats`` (percentiles), ``watch`` (list, then watch),
 ``operator_process`` (kubetrain-operator started and ready), ``deployment`` (``config/default``
 on a cluster of its own), ``samples`` (the repository's samples), ``scripts`` (an entry point

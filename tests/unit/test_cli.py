@@ -69,15 +69,15 @@ def test_render_reports_bad_input_without_a_traceback(tmp_path: pathlib.Path) ->
     result = kubetrain("render", str(bad))
     assert result.returncode == 1
     assert sorted(result.stderr.splitlines()) == [
-        f"error: {bad}:6: spec.foo: unknown field",
-        f"error: {bad}:9: spec.replicaSpecs[0].replicas: must be at least 0, got -2",
+        f"error: {bad}:6:3: spec.foo: unknown field",
+        f"error: {bad}:9:5: spec.replicaSpecs[0].replicas: must be at least 0, got -2",
     ]
 
 
 def test_render_names_an_unknown_framework() -> None:
     result = kubetrain("render", "-", stdin=LEGACY.replace("framework: tensorflow", "framework: theano"))
     assert result.returncode == 1
-    assert result.stderr.startswith("error: <stdin>:5: spec.framework.name: unknown framework 'theano'; ")
+    assert result.stderr.startswith("error: <stdin>:5:3: spec.framework.name: unknown framework 'theano'; ")
 
 
 def test_render_points_at_the_line_of_a_field_inside_a_pod_template(tmp_path: pathlib.Path) -> None:
@@ -90,7 +90,7 @@ def test_render_points_at_the_line_of_a_field_inside_a_pod_template(tmp_path: pa
     result = kubetrain("render", str(bad))
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
-        f"error: {bad}:9: spec.replicaSpecs[0].template.spec.containers[0].resources.limits:"
+        f"error: {bad}:9:78: spec.replicaSpecs[0].template.spec.containers[0].resources.limits:"
         " expected a map of resource quantities, got integer"
     ]
 
@@ -100,7 +100,10 @@ def test_render_names_the_file_line_and_column_of_malformed_yaml(tmp_path: pathl
     bad.write_text(LEGACY.replace("  framework: tensorflow", "  framework: [tensorflow"))
     result = kubetrain("render", str(bad))
     assert result.returncode == 1
-    assert result.stderr == f"error: {bad}:6:15: expected ',' or ']', but got ':'\n"
+    assert result.stderr == (
+        f"error: {bad}:6:15: spec.framework: did not find expected ',' or ']' "
+        "(while parsing a flow sequence at line 5, column 14)\n"
+    )
     assert "Traceback" not in result.stderr
 
 

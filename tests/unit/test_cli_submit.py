@@ -25,7 +25,7 @@ def test_a_bad_file_is_told_as_such_without_a_cluster(
     )
     assert main.main(["submit", str(bad), "--kubeconfig", str(kubeconfig)]) == 1
     err = capsys.readouterr().err
-    assert f"{bad}:8: spec.replicaSpecs.Worker.replicaz: unknown field" in err
+    assert f"{bad}:8:7: spec.replicaSpecs.Worker.replicaz: unknown field" in err
     assert "reach" not in err
 
 

@@ -757,7 +757,7 @@ def test_kubetrain_convert_prints_the_training_job_and_its_warnings(
     job = hub(yaml.safe_load(out))
     assert (job.metadata.name, job.spec.framework.name) == ("paddle-simple", "paddle")
     assert err == (
-        f"warning: {path}:10: spec.paddleReplicaSpecs.Worker: kubetrain does not set POD_IP_DUMMY: the rendezvous "
+        f"warning: {path}:9:5: spec.paddleReplicaSpecs.Worker: kubetrain does not set POD_IP_DUMMY: the rendezvous "
         "replica's PADDLE_MASTER is 127.0.0.1:port instead of $(POD_IP_DUMMY):port\n"
     )
 
@@ -771,7 +771,7 @@ def test_kubetrain_convert_refuses_a_bad_file_with_its_line(
     assert main.main(["convert", str(path)]) == 1
     out, err = capsys.readouterr()
     assert out == ""
-    assert err == f"error: {path}:10: spec.jaxReplicaSpecs.Worker.replicaz: unknown field\n"
+    assert err == f"error: {path}:10:7: spec.jaxReplicaSpecs.Worker.replicaz: unknown field\n"
 
 
 def test_kubetrain_convert_to_writes_a_training_job_back_as_a_kubeflow_kind(
@@ -782,3 +782,19 @@ def test_kubetrain_convert_to_writes_a_training_job_back_as_a_kubeflow_kind(
     path.write_text(json.dumps(job))  # YAML is JSON
     assert main.main(["convert", str(path), "--to", "kubeflow.org/v1/JAXJob"]) == 0
     assert yaml.safe_load(capsys.readouterr().out) == kubeflow_kinds.normalise(load("kubeflow-jaxjob.yaml"))
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+@pytest.mark.parametrize("resources", [["nvidia.com/gpu"], "2", 3, {"limits": ["x"]}, {"limits": 4}])
+def test_a_container_of_any_shape_is_an_error_with_its_path_never_a_crash(name: str, resources: Any) -> None:
+    """A wrong type where a framework reads the pod (its GPUs: MPIJob's launcher, PyTorchJob's
+    nproc) is admission's error at the end, not an exception on the way (found by make bench-files)."""
+    data = yaml.safe_load((LEGACY / name).read_text())
+    if data["kind"] == "PyTorchJob":
+        data["spec"].setdefault("nprocPerNode", "auto")
+    for spec in next(v for k, v in data["spec"].items() if k.endswith("ReplicaSpecs")).values():
+        for c in spec["template"]["spec"]["containers"]:
+            c["resources"] = copy.deepcopy(resources)
+    with pytest.raises(validation.ValidationError) as e:
+        document.convert(data)
+    assert any("resources" in validation.format_path(f.path) for f in e.value.errors), e.value

@@ -570,7 +570,7 @@ def test_kubetrain_convert_of_the_mxnet_readmes_mxjob_prints_a_trainingjob_and_i
     printed = yaml.safe_load(out)
     assert printed == json.loads(json.dumps(scheme.encode(convert(load(path.name)).job)))
     assert printed["spec"]["replicaSpecs"]["Scheduler"]["port"] == 9000
-    lines = [f"{path}:{n}" for n in (17, 26, 35, 9)]
+    lines = [f"{path}:{n}" for n in ("17:11", "26:11", "35:11", "8:3")]
     assert err.splitlines() == [
         f"warning: {where}: {w}" for where, w in zip(lines, WARNINGS[path.name], strict=True)
     ]
@@ -596,7 +596,7 @@ def test_kubetrain_convert_of_a_bad_document_exits_1_with_the_line_and_path(
     assert main.main(["convert", str(bad)]) == 1
     out, err = capsys.readouterr()
     assert out == ""
-    assert err.splitlines()[0] == f"error: {bad}:19: spec.replicaSpecs[1].mxReplicaTyp: unknown field"
+    assert err.splitlines()[0] == f"error: {bad}:19:7: spec.replicaSpecs[1].mxReplicaTyp: unknown field"
 
 
 def test_every_old_kind_here_is_registered_once_with_its_spellings() -> None:

@@ -77,7 +77,7 @@ def test_render_refuses_what_the_framework_cannot_run_with_the_line(
     assert main.main(["render", str(path)]) == 1
     out = capsys.readouterr()
     assert out.out == ""
-    assert f"{path}:10: spec.replicaSpecs.Launcher: tensorflow has no replica type Launcher" in out.err
+    assert f"{path}:9:5: spec.replicaSpecs.Launcher: tensorflow has no replica type Launcher" in out.err
 
 
 def test_submit_refuses_what_the_framework_cannot_run_before_looking_for_a_cluster(
@@ -88,7 +88,7 @@ def test_submit_refuses_what_the_framework_cannot_run_before_looking_for_a_clust
     path.write_text(TENSORFLOW)
     assert main.main(["submit", str(path), "--kubeconfig", str(kubeconfig)]) == 1
     err = capsys.readouterr().err
-    assert f"{path}:10: spec.replicaSpecs.Launcher: tensorflow has no replica type Launcher" in err
+    assert f"{path}:9:5: spec.replicaSpecs.Launcher: tensorflow has no replica type Launcher" in err
     assert "reach" not in err
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import random
 from collections.abc import Iterator
 from typing import Any
@@ -50,8 +51,10 @@ class Doc:
         return name if isinstance(name, str) else None
 
 
+@functools.cache
 def load_samples() -> list[tuple[str, str, dict[str, Any]]]:
-    """(version, "version/stem", body) of every sample, in a fixed order."""
+    """(version, "version/stem", body) of every sample, in a fixed order (read once: copy before
+    changing one)."""
     return [(v, f"{v}/{name}", samples.load(v, name)) for v in VERSIONS for name in samples.names(v)]
 
 
