@@ -459,15 +459,16 @@ class _Step:
                 )
             )
         waiting = [p for p in moving if p not in late and not p.deleting and p.name not in self.deletes]
-        if not waiting:
-            return
-        # Pods going (made again) may still run a container of the old attempt too; and a restart
-        # in place waits out the restart backoff, as making pods again does.
+        # Pods going (made again) may still run a container of the old attempt too, and pods made
+        # meanwhile wait at their barrier; a restart in place waits out the restart backoff, as
+        # making pods again does.
         stale = any(not self._current(p) for p in self._live())
-        if not inplace.may_open(moving, stale=stale) or self._backing_off():
+        held = not inplace.may_open(moving, stale=stale) or self._backing_off()
+        if held:
             self.closed = True
             if due is not None and any(p.running for p in waiting):
                 self.dues.append(due)
+        if held or not waiting:
             return
         for pod in waiting:
             self.opens.append(Move(pod=pod.name, uid=pod.uid, attempt=pod.attempt))
