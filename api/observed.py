@@ -184,7 +184,8 @@ def _restarts(
     pending = 0
     for c in mine:
         state = c.get("state") or {}
-        code = (state.get("terminated") or {}).get("exitCode")
+        ended = state.get("terminated")
+        code = int(ended.get("exitCode", 0)) if ended else None
         if ((state.get("waiting") or {}).get("reason")) == _BACKOFF:
             pending += 1
         elif (
