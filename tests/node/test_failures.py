@@ -183,14 +183,10 @@ def test_a_node_whose_kubelet_stops_loses_its_pods_which_come_back_elsewhere(
 def test_a_device_error_on_one_real_node_sends_the_replacement_to_the_other(
     cluster: devcluster.Cluster, namespace: str
 ) -> None:
-    # The first pod fails with exit code 74 (a device error, as a GPU health check would) on
-    # whichever node it lands; its replacement (the job's restarts are 1 then) runs. It must not
-    # go back to the node that failed the first. (A preferred node affinity chose the node once:
-    # the scheduler may place a pod elsewhere all the same.)
-    code = (
-        "import os, time; os.environ['KUBETRAIN_RESTARTS'] == '0' and os._exit(74); "
-        "print('up', flush=True); time.sleep(600)"
-    )
+    # The process fails with exit code 74 (a device error, as a GPU health check would) on the
+    # node it prefers, and runs anywhere else. Its replacement must not go back there.
+    bad = cluster.real_nodes[0].name
+    code = f"import os, time; os.environ['NODE'] == '{bad}' and os._exit(74); print('up', flush=True); time.sleep(600)"
     job = example_job(
         "xid",
         {"Worker": {"command": ["python3", "-c", code]}},
@@ -201,16 +197,24 @@ def test_a_device_error_on_one_real_node_sends_the_replacement_to_the_other(
             ],
         },
     )
+    pod_spec = job["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]
+    pod_spec["containers"][0]["env"] = [
+        {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
+    ]
+    prefer = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [bad]}]}
+    pod_spec["affinity"] = {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": prefer}]
+        }
+    }
     jobs.create(cluster, namespace, job)
     s = wait_failures(cluster, namespace, "xid", 1, timeout=120)
     (record,) = failures(s)
-    bad = record["node"]
-    assert bad in {n.name for n in cluster.real_nodes}
-    assert (record["exitCode"], record["rule"]) == (74, "xid")
+    assert (record["node"], record["exitCode"], record["rule"]) == (bad, 74, "xid")
     assert [a["node"] for a in s["avoidedNodes"]] == [bad]
     s = jobs.wait_state(cluster, namespace, "xid", "Running", timeout=120)
     pod = jobs.pods(cluster, namespace, "xid")["xid-worker-0"]
-    assert pod["spec"]["nodeName"] != bad, "kept off the node that failed it"
+    assert pod["spec"]["nodeName"] == cluster.real_nodes[1].name, "kept off the node that failed it"
     assert "up" in logs(cluster, namespace, "xid-worker-0")
     assert len(failures(s)) == 1, "no second failure: it did not go back"
 
