@@ -180,21 +180,24 @@ def _restarts(
     restartPolicy, or any waiting out its back-off): their count goes up only when they start,
     after a back-off of up to 5 minutes. kubetrain's own containers restart with the pod, not for
     a failure of it."""
-    mine = [c for c in (*init, *regular) if c.get("name") not in _OWN]
-    pending = 0
-    for c in mine:
-        state = c.get("state") or {}
-        ended = state.get("terminated")
-        code = int(ended.get("exitCode", 0)) if ended else None
-        if ((state.get("waiting") or {}).get("reason")) == _BACKOFF:
-            pending += 1
-        elif (
-            c in regular
-            and code is not None
-            and (policy == "Always" or (policy == "OnFailure" and code != 0))
-        ):
-            pending += 1  # stopped, and not yet waiting out the back-off
-    return sum(int(c.get("restartCount", 0)) for c in mine), pending
+    restarts = pending = 0
+    for is_regular, containers in ((False, init), (True, regular)):
+        for c in containers:
+            if c.get("name") in _OWN:
+                continue
+            restarts += int(c.get("restartCount", 0))
+            state = c.get("state") or {}
+            ended = state.get("terminated")
+            code = int(ended.get("exitCode", 0)) if ended else None
+            if ((state.get("waiting") or {}).get("reason")) == _BACKOFF:
+                pending += 1
+            elif (
+                is_regular
+                and code is not None
+                and (policy == "Always" or (policy == "OnFailure" and code != 0))
+            ):
+                pending += 1  # stopped, and not yet waiting out the back-off
+    return restarts, pending
 
 
 def avoided_nodes(pod_spec: Mapping[str, Any]) -> frozenset[str]:
