@@ -14,8 +14,8 @@ while they last:
 It prints p50, p95 and max of the differences, for each ``--methods`` (``failurePolicy.
 restartMethod``): ``Recreate`` deletes every pod and makes it again (new sandboxes, scheduled
 again); ``InPlace`` moves the pods to the new attempt where they are and their kubelets restart
-every container in place. MPI's ranks do not say their attempt yet: ``--frameworks mpi`` waits
-for lines it never sees.
+every container in place. MPI's ranks print to the Launcher's ``mpirun``: its log holds every
+rank's lines.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Any
 
 from kubetrain.devcluster import cluster as devcluster
 from kubetrain.devcluster import dev, process
+from kubetrain.operator import render
 from kubetrain_bench import ROOT, console, operator_process, samples, stats
 
 NAMESPACE = "restarts"
@@ -46,7 +47,7 @@ def main() -> None:
     p.add_argument(
         "--frameworks",
         default="pytorch",
-        help="comma-separated: pytorch, mpi (its ranks do not say their attempt yet)",
+        help="comma-separated: pytorch, mpi",
     )
     p.add_argument("--methods", default="Recreate,InPlace", help="comma-separated: Recreate, InPlace")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -100,7 +101,8 @@ def job(framework: str, method: str, restarts: int, fail_after: float) -> dict[s
             ]
         elif key == "Launcher":  # the ranks, started over ssh, see only the env mpirun passes on
             mpirun, *rest = main["command"]
-            main["command"] = [mpirun, "-x", "KUBETRAIN_RESTART_ATTEMPT", *rest, *fail]
+            passed = [x for name in render.RESTART_ENV for x in ("-x", name)]
+            main["command"] = [mpirun, *passed, *rest, *fail]
     return out
 
 

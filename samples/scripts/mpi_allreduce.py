@@ -2,7 +2,8 @@
 
 Run by the Launcher's ``mpirun`` over the hostfile kubetrain renders; the ranks live on
 the Workers, reached through ssh with the job's generated key. Each rank prints one
-``KUBETRAIN-RESULT {json}`` line with its host and the sum it received.
+``KUBETRAIN-RESULT {json}`` line with its host and the sum it received, and what it knows of its
+attempt (the env ``mpirun -x`` passes on from the Launcher).
 
 ``--fail-after SECONDS`` keeps the ranks up after the allreduce (their rendezvous) and makes the
 last one exit with code 1 that long after it, in every attempt (KUBETRAIN_RESTART_ATTEMPT) below
@@ -26,10 +27,19 @@ comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
 total = comm.allreduce(rank + 1, op=MPI.SUM)
 print(f"rank {rank}/{size} on {socket.gethostname()} joined the rendezvous", flush=True)
-result = {"rank": rank, "size": size, "host": socket.gethostname(), "sum": total, "expected": size * (size + 1) // 2}
+attempt = int(os.environ.get("KUBETRAIN_RESTART_ATTEMPT", "0"))
+restarts = int(os.environ.get("KUBETRAIN_RESTARTS", "0"))
+reason = os.environ.get("KUBETRAIN_LAST_RESTART_REASON", "")
+print(f"rank {rank} attempt {attempt} after {restarts} restart(s), last: {reason or '-'}", flush=True)
+result = {
+    "rank": rank,
+    "size": size,
+    "host": socket.gethostname(),
+    "sum": total,
+    "expected": size * (size + 1) // 2,
+}
 print("KUBETRAIN-RESULT " + json.dumps(result), flush=True)
 if args.fail_after is not None:
-    attempt = int(os.environ.get("KUBETRAIN_RESTART_ATTEMPT", "0"))
     if attempt < args.fail_attempts and rank == size - 1:
         time.sleep(args.fail_after)
         print(f"rank {rank} fails at step 0", flush=True)

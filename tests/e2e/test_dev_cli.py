@@ -141,8 +141,14 @@ def test_a_killed_run_leaves_no_operator_behind(tmp_path: pathlib.Path) -> None:
     for line in run.stdout:
         if "caches synced" in line:
             break
-    helpers_and_components = children_of(run.pid)
-    assert len(helpers_and_components) >= 7  # etcd, apiserver, kcm, scheduler, kwok, operator, kubectl -w
+    # The manager says its caches are synced before `kubectl get -w` starts: wait for all seven
+    # (etcd, apiserver, kcm, scheduler, kwok, operator, kubectl -w).
+    helpers_and_components = eventually(
+        "seven children",
+        lambda: kids if len(kids := children_of(run.pid)) >= 7 else None,
+        timeout=30,
+        evidence=lambda: children_of(run.pid),
+    )
     run.kill()
     run.wait()
     eventually(

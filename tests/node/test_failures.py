@@ -177,6 +177,8 @@ def test_a_node_whose_kubelet_stops_loses_its_pods_which_come_back_elsewhere(
         print(f"kubelet stopped -> pod running on {again['spec']['nodeName']} in {took:.1f}s")
     finally:
         realnode.restart_kubelet(node)
+        # Ready, and the taints the node lifecycle controller put on it gone: until they are, a
+        # later test's pods that keep off the other node have nowhere to go.
         eventually("the node to be Ready again", lambda: _ready(cluster, node.name), timeout=60, interval=1)
 
 
@@ -220,5 +222,8 @@ def test_a_device_error_on_one_real_node_sends_the_replacement_to_the_other(
 
 
 def _ready(c: devcluster.Cluster, name: str) -> bool:
+    """Whether node ``name`` is Ready and untainted by the node lifecycle controller."""
     node = json.loads(c.kubectl("get", "node", name, "-o", "json").stdout)
-    return any(x["type"] == "Ready" and x["status"] == "True" for x in node["status"]["conditions"])
+    ready = any(x["type"] == "Ready" and x["status"] == "True" for x in node["status"]["conditions"])
+    tainted = any(t["key"].startswith("node.kubernetes.io/") for t in node["spec"].get("taints") or ())
+    return ready and not tainted
