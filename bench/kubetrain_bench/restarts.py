@@ -132,6 +132,11 @@ def measure(
         c.kubectl(
             "delete", "trainingjob", name, "-n", NAMESPACE, "--wait=true", "--timeout=120s", check=False
         )
+        # Its pods go after it, by the garbage collector: the next job's pods have their names,
+        # and their logs must not be read as the next job's.
+        deadline = time.monotonic() + 120
+        while _pods(c, name) and time.monotonic() < deadline:
+            time.sleep(0.5)
     return out
 
 
