@@ -7,6 +7,7 @@ talks to a cluster. The order of its parts, and why, is told in :mod:`kubetrain.
 from __future__ import annotations
 
 import datetime
+import functools
 from collections.abc import Mapping
 
 import attrs
@@ -463,7 +464,7 @@ class _Step:
         # meanwhile wait at their barrier; a restart in place waits out the restart backoff, as
         # making pods again does.
         stale = any(not self._current(p) for p in self._live())
-        held = not inplace.may_open(moving, stale=stale) or self._backing_off()
+        held = not inplace.may_open(moving, stale=stale) or self._backing_off
         if held:
             self.closed = True
             if due is not None and any(p.running for p in waiting):
@@ -480,8 +481,10 @@ class _Step:
         """Whether pods made now carry the agent and barrier that restart them in place."""
         return self.spec.failure_policy.restart_method is v1beta1.RestartMethod.IN_PLACE and self.inp.in_place
 
+    @functools.cached_property
     def _backing_off(self) -> bool:
-        """Whether the restart backoff still holds the next attempt back (and when to look again)."""
+        """Whether the restart backoff still holds the next attempt back (and when to look again).
+        Read once the step's failures are charged, by moved pods and by new ones alike."""
         due = backoff.due(self.spec.failure_policy.restart_backoff, self.counts.total, self._last_restart())
         if due is not None and self.now < due:
             self.dues.append(due)
@@ -547,7 +550,7 @@ class _Step:
             if self.now < tried + datetime.timedelta(seconds=wait):
                 self.dues.append(tried + datetime.timedelta(seconds=wait))
                 return
-        if self._backing_off():
+        if self._backing_off:
             return
         names = {p.name for p in live} | self.inp.made
         ready = {(self._key(p), p.index) for p in live if p.ready and p.deleted is None}

@@ -12,6 +12,7 @@ completes as a recreate, charged once. The restart in place itself runs on real 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from testkit import operator
@@ -34,9 +35,7 @@ def running_operator(cluster: devcluster.Cluster) -> Iterator[None]:
 def test_moved_pods_that_never_stop_are_made_again_and_the_restart_is_charged_once(
     cluster: devcluster.Cluster, namespace: str
 ) -> None:
-    job = sample("pytorch-ddp", failurePolicy__restartMethod="InPlace")
-    job["metadata"]["name"] = "inplace"
-    name = create(cluster, namespace, job)
+    name = create(cluster, namespace, in_place_ddp("inplace"))
     first = running_pods(cluster, namespace, name, 3)
     wait_state(cluster, namespace, name, "Running")
     master = first[f"{name}-master-0"]
@@ -74,9 +73,7 @@ def test_a_move_never_touches_a_pod_made_again_under_its_name(
     cluster: devcluster.Cluster, namespace: str
 ) -> None:
     # The operator moves a pod by a patch carrying its UID: the apiserver refuses it for another pod.
-    job = sample("pytorch-ddp", failurePolicy__restartMethod="InPlace")
-    job["metadata"]["name"] = "uid"
-    name = create(cluster, namespace, job)
+    name = create(cluster, namespace, in_place_ddp("uid"))
     running = running_pods(cluster, namespace, name, 3)
     pod = f"{name}-worker-0"
     patch = f'{{"metadata": {{"uid": "not-its-uid", "labels": {{"{ATTEMPT}": "9"}}}}}}'
@@ -85,6 +82,13 @@ def test_a_move_never_touches_a_pod_made_again_under_its_name(
     assert "Precondition failed" in r.stderr or "uid" in r.stderr.lower(), r.stderr
     assert pods(cluster, namespace, name)[pod]["metadata"]["labels"][ATTEMPT] == "0"
     assert pods(cluster, namespace, name)[pod]["metadata"]["uid"] == running[pod]["metadata"]["uid"]
+
+
+def in_place_ddp(name: str) -> dict[str, Any]:
+    """The DDP sample (1 Master, 2 Workers), named ``name``, restarted in place."""
+    job = sample("pytorch-ddp", failurePolicy__restartMethod="InPlace")
+    job["metadata"]["name"] = name
+    return job
 
 
 def _moved(c: devcluster.Cluster, namespace: str, name: str, first: dict) -> dict | None:

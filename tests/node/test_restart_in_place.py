@@ -14,9 +14,9 @@ import json
 from typing import Any
 
 import pytest
-from testkit import jobs
+from testkit import jobs, resumed
 from testkit.kube import eventually
-from testkit.pods import logs, results
+from testkit.pods import logs
 
 from kubetrain.api import naming
 from kubetrain.devcluster import cluster as devcluster
@@ -29,18 +29,7 @@ pytestmark = pytest.mark.usefixtures("running_operator")
 def test_a_ddp_job_restarts_in_place_keeps_its_pods_and_resumes_from_its_checkpoint(
     cluster: devcluster.Cluster, namespace: str, shared_dir: str
 ) -> None:
-    job = jobs.sample(
-        "pytorch-ddp",
-        runPolicy__cleanPodPolicy="None",
-        runPolicy__backoffLimit=10,
-        failurePolicy__restartMethod="InPlace",
-    )
-    for rs in job["spec"]["replicaSpecs"].values():
-        spec = rs["template"]["spec"]
-        main = spec["containers"][0]
-        main["command"] = [*main["command"], "--checkpoint=/checkpoint", "--fail-at-step=130"]
-        main["volumeMounts"] = [{"name": "checkpoint", "mountPath": "/checkpoint"}]
-        spec["volumes"] = [{"name": "checkpoint", "hostPath": {"path": shared_dir, "type": "Directory"}}]
+    job = resumed.ddp_job(shared_dir, failurePolicy__restartMethod="InPlace")
     name = jobs.create(cluster, namespace, job)
     first = jobs.running_pods(cluster, namespace, name, 3)
     assert all(p["spec"]["initContainers"][0]["name"] == naming.AGENT for p in first.values())
@@ -52,9 +41,7 @@ def test_a_ddp_job_restarts_in_place_keeps_its_pods_and_resumes_from_its_checkpo
     assert {f["restart"] for f in restarted} == {"InPlace"}, restarted
     assert not [e for e in jobs.events(cluster, namespace, name) if e["reason"] == "InPlaceRestartFellBack"]
 
-    now = jobs.pods(cluster, namespace, name)
-    outcome = {}
-    for pod_name, pod in now.items():
+    for pod_name, pod in jobs.pods(cluster, namespace, name).items():
         before = first[pod_name]
         # The same pod, on the same node, with the same IP: restarted in place, not made again.
         assert pod["metadata"]["uid"] == before["metadata"]["uid"], pod_name
@@ -64,18 +51,7 @@ def test_a_ddp_job_restarts_in_place_keeps_its_pods_and_resumes_from_its_checkpo
         assert pod["metadata"]["annotations"][naming.OPENED] == "1"
         main = next(c for c in pod["status"]["containerStatuses"] if c["name"] == "pytorch")
         assert main["restartCount"] >= 1
-        (result,) = results(logs(cluster, namespace, pod_name))
-        outcome[result["rank"]] = result
-    assert sorted(outcome) == [0, 1, 2]
-    for r in outcome.values():
-        assert r["attempt"] == 1, r
-        assert r["restarts"] >= 1, r
-        assert r["lastRestartReason"].startswith("UserCode:"), r
-        # Resumed where rank 0 last saved before the failure, not from step 0.
-        assert 100 <= r["startStep"] <= 130, r
-        assert r["firstLoss"] < r["initialLoss"] / 10, r
-        assert r["finalLoss"] < r["initialLoss"] / 100, r
-    assert len({round(r["weight"], 5) for r in outcome.values()}) == 1
+    resumed.assert_resumed(cluster, namespace, name)
 
 
 def test_the_barrier_holds_a_moved_pod_until_it_is_opened(

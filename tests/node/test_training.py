@@ -8,7 +8,7 @@ nodes' bridges; what they print is read back with ``kubectl logs``.
 from __future__ import annotations
 
 import pytest
-from testkit import jobs
+from testkit import jobs, resumed
 from testkit.pods import logs, results
 
 from kubetrain.devcluster import cluster as devcluster
@@ -52,34 +52,12 @@ def test_pytorch_ddp_trains_to_a_lower_loss_and_succeeds(cluster: devcluster.Clu
 def test_a_restarted_ddp_job_resumes_from_its_checkpoint_and_each_rank_knows_why(
     cluster: devcluster.Cluster, namespace: str, shared_dir: str
 ) -> None:
-    # The last rank fails at step 130 of attempt 0; rank 0 checkpoints every 20 steps to a volume
-    # every rank sees. The whole world restarts (PyTorch's scope), and attempt 1 goes on from there.
-    job = jobs.sample("pytorch-ddp", runPolicy__cleanPodPolicy="None", runPolicy__backoffLimit=10)
-    for rs in job["spec"]["replicaSpecs"].values():
-        spec = rs["template"]["spec"]
-        main = spec["containers"][0]
-        main["command"] = [*main["command"], "--checkpoint=/checkpoint", "--fail-at-step=130"]
-        main["volumeMounts"] = [{"name": "checkpoint", "mountPath": "/checkpoint"}]
-        spec["volumes"] = [{"name": "checkpoint", "hostPath": {"path": shared_dir, "type": "Directory"}}]
-    name = jobs.create(cluster, namespace, job)
+    name = jobs.create(cluster, namespace, resumed.ddp_job(shared_dir))
     s = jobs.wait_state(cluster, namespace, name, "Succeeded", timeout=300)
     assert s["restarts"].get("userCode", 0) >= 1, s
-    outcome = {}
-    for pod_name, pod in jobs.pods(cluster, namespace, name).items():
-        (result,) = results(logs(cluster, namespace, pod_name))
+    for pod in jobs.pods(cluster, namespace, name).values():
         assert pod["metadata"]["labels"]["training.kubetrain.dev/restart-attempt"] == "1"
-        outcome[result["rank"]] = result
-    assert sorted(outcome) == [0, 1, 2]
-    for r in outcome.values():
-        assert r["attempt"] == 1, r
-        assert r["restarts"] >= 1, r
-        assert r["lastRestartReason"].startswith("UserCode:"), r
-        # Resumed where rank 0 last saved before the failure, not from step 0: the first loss of
-        # this attempt is already far below the first loss the job ever had.
-        assert 100 <= r["startStep"] <= 130, r
-        assert r["firstLoss"] < r["initialLoss"] / 10, r
-        assert r["finalLoss"] < r["initialLoss"] / 100, r
-    assert len({round(r["weight"], 5) for r in outcome.values()}) == 1
+    resumed.assert_resumed(cluster, namespace, name)
 
 
 @pytest.mark.parametrize("host_names", ["PerReplica", "PerJob"])

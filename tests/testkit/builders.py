@@ -67,6 +67,16 @@ def a_job(name: str = "job") -> JobBuilder:
     return JobBuilder(name)
 
 
+def a_ddp_job(workers: int = 2, name: str = "pt") -> JobBuilder:
+    """A PyTorch job of one Master and ``workers`` Workers whose pods end on exit (``ExitCode``)."""
+    return (
+        a_job(name)
+        .framework("pytorch")
+        .replicas("Master", 1, restart_policy=v1beta1.RestartPolicy.EXIT_CODE)
+        .replicas("Worker", workers, restart_policy=v1beta1.RestartPolicy.EXIT_CODE)
+    )
+
+
 def a_legacy_job(name: str, framework: str, *replicas: tuple[str, int], **spec: Any) -> v1alpha1.TrainingJob:
     specs = tuple(
         v1alpha1.ReplicaSpec(replica_type=t, replicas=n, template=template(container(framework)))

@@ -11,11 +11,11 @@ from typing import Any
 
 import attrs
 import pytest
-from testkit.builders import a_job, container, template
+from testkit.builders import a_ddp_job, a_job, container, template
 from testkit.world import T0, World
 
 from kubetrain.api import observed, v1beta1
-from kubetrain.operator import nodes, render
+from kubetrain.operator import render
 from kubetrain.operator.frameworks import pytorch
 from kubetrain.operator.policies import avoid, classify
 
@@ -30,10 +30,7 @@ DEVICE = v1beta1.FailureRule(
 
 def torch(workers: int = 2, nodes: int = 3, scope: v1beta1.RestartScope | None = None) -> World:
     job = (
-        a_job("pt")
-        .framework("pytorch")
-        .replicas("Master", 1, restart_policy=v1beta1.RestartPolicy.EXIT_CODE)
-        .replicas("Worker", workers, restart_policy=v1beta1.RestartPolicy.EXIT_CODE)
+        a_ddp_job(workers)
         .with_spec(
             failure_policy=v1beta1.FailurePolicy(
                 rules=(DEVICE,), restart_scope=scope, termination_deadline_seconds=30
@@ -178,30 +175,3 @@ def test_render_adds_the_nodes_to_every_term_of_the_users_affinity() -> None:
     )
     bare = next(o for o in render.render(job, pytorch.FRAMEWORK) if o["kind"] == "Pod")
     assert "matchFields" not in str(bare["spec"])
-
-
-def test_the_unhealthy_nodes_follow_the_node_caches_events() -> None:
-    handlers: list[Any] = []
-
-    class Nodes:
-        def add_handler(self, handler: Any) -> None:
-            handlers.append(handler)
-
-    health = nodes.Health(Nodes(), avoid.Unhealthy())  # type: ignore[arg-type]
-    (handler,) = handlers
-
-    def node(name: str, *taints: str, conditions: tuple[str, ...] = ()) -> dict[str, Any]:
-        return {
-            "metadata": {"name": name},
-            "spec": {"taints": [{"key": t} for t in taints]},
-            "status": {"conditions": [{"type": c, "status": "True"} for c in conditions]},
-        }
-
-    handler("ADDED", node("a"), None)
-    handler("ADDED", node("b", "node.kubernetes.io/unschedulable"), None)
-    handler("ADDED", node("c", conditions=("KernelDeadlock",)), None)
-    assert health.unhealthy == {"b", "c"}
-    handler("MODIFIED", node("b"), None)  # uncordoned
-    assert health.unhealthy == {"c"}
-    handler("DELETED", node("c", conditions=("KernelDeadlock",)), None)
-    assert health.unhealthy == frozenset()

@@ -18,9 +18,12 @@ def test_the_jobs_are_the_samples_failing_in_every_measured_attempt() -> None:
         assert command[-2:] == ["--fail-after=8.0", "--fail-attempts=10"]
     mpi = restarts.job("mpi", "Recreate", 10, 8.0)
     launcher = mpi["spec"]["replicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
-    assert launcher[:3] == ["mpirun", "-x", "KUBETRAIN_RESTART_ATTEMPT"], (
-        "an mpirun option, before the program"
-    )
+    assert launcher[:7] == [
+        "mpirun",
+        *("-x", "KUBETRAIN_RESTART_ATTEMPT"),
+        *("-x", "KUBETRAIN_RESTARTS"),
+        *("-x", "KUBETRAIN_LAST_RESTART_REASON"),
+    ], "mpirun passes the restart env on to the ranks: options before the program"
     assert launcher[-3:] == [
         "/opt/kubetrain/examples/mpi_allreduce.py",
         "--fail-after=8.0",
@@ -69,3 +72,18 @@ def test_each_restart_is_read_from_the_ranks_own_lines_whichever_container_print
         "0": restarts._stamp("2026-11-27T10:00:14Z x"),
     }
     assert sorted(joins) == [0, 1]
+
+
+def test_the_containers_of_an_attempt_started_when_the_last_pods_first_did_after_the_failure() -> None:
+    logs = restarts.Logs(None, "pt")  # type: ignore[arg-type]
+    t = datetime.datetime(2026, 11, 27, 10, 0, 0, tzinfo=datetime.UTC)
+    s = datetime.timedelta(seconds=1)
+    logs.starts = {
+        # Moved to attempt 1 while its old container still ran (started at t), restarted at t + 12.
+        "pt-master-0": {(0, t), (1, t), (1, t + 12 * s)},
+        # Made again: its container of attempt 1 started at t + 15, seen at two polls.
+        "pt-worker-1": {(0, t), (1, t + 15 * s)},
+    }
+    failed = t + 9.4 * s
+    assert logs.started(1, failed) == t + 15 * s
+    assert logs.started(2, failed) is None, "not every pod was seen running in attempt 2"

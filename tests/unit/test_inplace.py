@@ -10,13 +10,13 @@ from typing import Any
 
 import attrs
 import pytest
-from testkit.builders import a_job
+from testkit.builders import a_ddp_job, a_job
 from testkit.world import World
 
 from kubetrain.api import naming, observed, v1beta1
-from kubetrain.operator import nodes, projection, render
+from kubetrain.operator import projection, render
 from kubetrain.operator.frameworks import pytorch
-from kubetrain.operator.policies import avoid, inplace
+from kubetrain.operator.policies import inplace
 
 S = v1beta1.JobState
 M = v1beta1.RestartMethod
@@ -24,10 +24,7 @@ M = v1beta1.RestartMethod
 
 def torch(method: M | None = M.IN_PLACE, workers: int = 2) -> World:
     job = (
-        a_job("pt")
-        .framework("pytorch")
-        .replicas("Master", 1, restart_policy=v1beta1.RestartPolicy.EXIT_CODE)
-        .replicas("Worker", workers, restart_policy=v1beta1.RestartPolicy.EXIT_CODE)
+        a_ddp_job(workers)
         .with_spec(
             failure_policy=v1beta1.FailurePolicy(
                 restart_scope=v1beta1.RestartScope.JOB, restart_method=method, termination_deadline_seconds=30
@@ -227,25 +224,6 @@ def test_a_moving_pod_is_read_from_its_metadata_and_container_states(through: An
     assert seen.restarts == 1, "kubetrain's own containers restart with the pod, not for a failure"
     assert seen.exit_codes == {}
     assert inplace.restartable(seen)
-
-
-def test_the_node_cache_tells_whether_any_node_restarts_in_place() -> None:
-    handlers: list[Any] = []
-
-    class Nodes:
-        def add_handler(self, handler: Any) -> None:
-            handlers.append(handler)
-
-    health = nodes.Health(Nodes(), avoid.Unhealthy())  # type: ignore[arg-type]
-    (handler,) = handlers
-    node = {"metadata": {"name": "n1"}, "status": {"declaredFeatures": ["A", naming.IN_PLACE_FEATURE]}}
-    handler("ADDED", projection.node(node), None)
-    assert health.in_place
-    handler("MODIFIED", projection.node({"metadata": {"name": "n1"}}), None)  # a kubelet of 1.35
-    assert not health.in_place
-    handler("ADDED", projection.node(node), None)
-    handler("DELETED", projection.node(node), None)
-    assert not health.in_place
 
 
 @pytest.mark.parametrize("method", [None, M.IN_PLACE])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 
 import attrs
-from testkit.builders import a_job
+from testkit.builders import a_ddp_job
 from testkit.world import World
 
 from kubetrain.api import indexes, v1beta1, validation
@@ -25,10 +25,7 @@ C = v1beta1.ConditionType
 def torch(workers: int = 2, queue: str | None = None, **run: object) -> World:
     policy = v1beta1.SchedulingPolicy(queue=queue) if queue else None
     job = (
-        a_job("pt")
-        .framework("pytorch")
-        .replicas("Master", 1, restart_policy=v1beta1.RestartPolicy.EXIT_CODE)
-        .replicas("Worker", workers, restart_policy=v1beta1.RestartPolicy.EXIT_CODE)
+        a_ddp_job(workers)
         .with_spec(run_policy=v1beta1.RunPolicy(scheduling_policy=policy, **run))  # type: ignore[arg-type]
         .build()
     )

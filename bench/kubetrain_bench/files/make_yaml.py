@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Sequence
 
 import yaml
 
@@ -107,14 +108,7 @@ KEPT_TAGS = (
 
 def tag(rng: random.Random, base: Base) -> Made:
     """A tagged value: the tags of plain data are read, any other is an error at its line."""
-    spot = rng.choice(spots(base.text))
-    if rng.random() < 0.75:
-        value = rng.choice(REFUSED_TAGS)
-        return Made(
-            _replace(base, spot, value).encode(), ERROR, f"{value} at line {spot.line + 1}", spot.line + 1
-        )
-    value = rng.choice(KEPT_TAGS)
-    return Made(_replace(base, spot, value).encode(), ANY, f"{value} at line {spot.line + 1}")
+    return _value(rng, base, rng.choice(spots(base.text)), REFUSED_TAGS, KEPT_TAGS, odds=0.75)
 
 
 REFUSED_NUMBERS = (
@@ -155,13 +149,21 @@ def number(rng: random.Random, base: Base) -> Made:
     ``render`` takes seconds to print (how big a job may be is admission's question, not a
     file's; as the webhook benchmark's generator, this one asks for few replicas)."""
     spot = rng.choice([s for s in spots(base.text) if not s.key.lower().endswith("replicas")])
-    if rng.random() < 0.5:
-        value = rng.choice(REFUSED_NUMBERS)
-        shown = value if len(value) < 20 else f"{value[:8]}... ({len(value)} characters)"
+    return _value(rng, base, spot, REFUSED_NUMBERS, KEPT_NUMBERS, odds=0.5)
+
+
+def _value(
+    rng: random.Random, base: Base, spot: Spot, refused: Sequence[str], kept: Sequence[str], *, odds: float
+) -> Made:
+    """``base`` with a value at ``spot``: one of ``refused`` (with probability ``odds``; an error at
+    its line) or one of ``kept`` (any answer)."""
+    if rng.random() < odds:
+        value = rng.choice(refused)
+        shown = value if len(value) <= 60 else f"{value[:8]}... ({len(value)} characters)"
         return Made(
             _replace(base, spot, value).encode(), ERROR, f"{shown} at line {spot.line + 1}", spot.line + 1
         )
-    value = rng.choice(KEPT_NUMBERS)
+    value = rng.choice(kept)
     return Made(_replace(base, spot, value).encode(), ANY, f"{value} at line {spot.line + 1}")
 
 
