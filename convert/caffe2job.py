@@ -16,7 +16,9 @@ What changes, and is said so:
   only, so a template with other containers gets a note.
 - It created no Services, so its examples used ``hostNetwork: true`` for the workers to
   reach each other; kubetrain gives every worker a headless Service, and a template with
-  host networking gets a note saying it is no longer needed.
+  host networking gets a note saying it is no longer needed. Kept, it still works: such
+  pods get ``dnsPolicy: ClusterFirstWithHostNet`` (:mod:`kubetrain.operator.render`), so
+  the Service names in ``CAFFE2_CONFIG`` and ``REDIS_HOST`` resolve.
 - ``terminationPolicy`` was defaulted and never read: the job succeeded when every worker
   had, as kubetrain's Caffe2 decides too. A chief is a note.
 - Restarts: the operator never restarted anything. kubetrain's Caffe2 default is
@@ -145,8 +147,9 @@ def _workers(r: reader.Reader, job: str) -> seeds.Replica | None:
         r.findings.note(
             (*path, "spec", "hostNetwork"),
             "kept, though no longer needed: the operator created no Services, so workers met over the "
-            f"hosts' network; kubetrain gives each worker a headless Service ({job}-worker-{{i}}), and "
-            f"on the host network its port {_FW.port} is the node's, so two workers cannot share a node",
+            f"hosts' network; kubetrain gives each worker a headless Service ({job}-worker-{{i}}), which "
+            "resolves there too (the pods get dnsPolicy ClusterFirstWithHostNet), and on the host network "
+            f"its port {_FW.port} is the node's, so two workers cannot share a node",
         )
     return seeds.Replica(type="Worker", path=r.path, replicas=count, port=None, template=template)
 

@@ -12,7 +12,10 @@ Where Kubeflow filled in a default that kubetrain's framework fills differently,
 converted job says Kubeflow's value out loud, so it behaves as it did: a TFJob replica
 without a ``restartPolicy`` gets ``Never`` (kubetrain's TensorFlow default is
 ``OnFailure``). A container port named as Kubeflow named it (``tfjob-port``) becomes
-the replica's ``port``. Whatever is not carried over is a note at the input's path.
+the replica's ``port``. A resource name Kubernetes has removed since
+(``alpha.kubernetes.io/nvidia-gpu``) becomes today's
+(:func:`.kinds.rename_removed_resources`). Whatever is not carried over, or carried over
+changed, is a note at the input's path.
 :func:`write` is the way back, collecting what the kind cannot hold.
 """
 
@@ -254,6 +257,7 @@ def _template_notes(r: Reading, at: Path, template: Mapping[str, Any], fw: fw_co
             (*at, "spec", "restartPolicy"),
             "ignored, as Kubeflow ignored it: the replica's restartPolicy decides",
         )
+    kinds.rename_removed_resources(template, at, r.note)
     listed = containers(template)
     main = fw_contract.main_container(template, fw.container) if listed else None
     if r.flavour.env_everywhere and main is not None and len(listed) > 1:

@@ -20,8 +20,10 @@ otherwise. ``cleanupPodPolicy`` (kubeflow, default ``All``) becomes
 ``runPolicy.cleanPodPolicy``; ``schedulerName`` goes into every template.
 
 Restarts keep kubetrain's MXNet default, ``ExitCode``: the classification the old
-operators documented (0 success, 1-127 permanent, 128-255 retryable); a template's own
-restart policy is a note. ``PS_VERBOSE=2``, which the README's operator set, is a note.
+operators documented (0 success, 1-127 permanent, 128-255 retryable) for the replica that
+decided the job, now for every replica; they restarted the servers and workers whenever
+they exited, which is a note (:func:`_restarts`), and so is a template's own restart policy.
+``PS_VERBOSE=2``, which the README's operator set, is a note.
 """
 
 from __future__ import annotations
@@ -144,6 +146,7 @@ def _to_job(version: _Version, doc: reader.Reader) -> dict[str, Any]:
                 f"the job's outcome follows {seeds.old_type(chief[0])} {chief[1]}, which this job lacks",
                 "replicaSpecs",
             )
+    _restarts(spec, replicas, chief)
     if version.ps_verbose and replicas:
         spec.note(
             "PS_VERBOSE=2, which this operator set in every mxnet container, is not set: "
@@ -158,6 +161,39 @@ def _to_job(version: _Version, doc: reader.Reader) -> dict[str, Any]:
         replicas=replicas,
         run_policy={"cleanPodPolicy": cleanup} if cleanup is not None else None,
         success=chief,
+    )
+
+
+def _restarts(spec: reader.Reader, replicas: dict[str, seeds.Replica], chief: Chief) -> None:
+    """Say that servers and workers no longer restart whatever their exit code.
+
+    The MXJob operators, forks of the TfJob operator, classified the exit code of the replica
+    that decides the job and restarted the SERVERs and WORKERs whenever they exited (the MXNet
+    operator's README: "Servers are automatically restarted if they exit", "Workers are
+    automatically restarted if they exit"). kubetrain's MXNet default, ``ExitCode`` for one pod,
+    fails the job at a 1-127 from any of them; ``restartPolicy: OnFailure`` on those types is the
+    old behaviour, with a budget.
+    """
+    restarted = [
+        f"{seeds.old_type(key)}s"
+        + (
+            f" (but {seeds.old_type(chief[0])} {chief[1]}, whose exit decided the job)"
+            if key == chief[0]
+            else ""
+        )
+        for key in ("Server", "Worker")
+        if key in replicas and replicas[key].replicas > (1 if key == chief[0] else 0)
+    ]
+    if not restarted:
+        return
+    types = " and ".join(k for k in ("Server", "Worker") if k in replicas)
+    spec.note(
+        f"the operator restarted the {' and '.join(restarted)} whenever they exited, whatever the exit code; "
+        f"kubetrain's MXNet default ({_RESTART.value}, one pod) fails the job when any exits with 1-127, and "
+        f"recreates the pod for 128-255 or when it is lost. For the old behaviour set restartPolicy: OnFailure "
+        f"on {types}: the kubelet then restarts a failed one whatever its exit code, each restart spending "
+        f"runPolicy.backoffLimit (default 6)",
+        "replicaSpecs",
     )
 
 

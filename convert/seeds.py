@@ -9,7 +9,9 @@ documents share pieces that are converted the same way whichever kind holds them
   (``Master``, ``PS``) by :func:`hub_type` and go back by :func:`old_type`;
 - the pod template (:func:`template`), passed through whole — it is Kubernetes' to judge —
   except ``spec.restartPolicy``: kubetrain sets every pod's restart policy from the replica's
-  ``restartPolicy``, so a template's own that would behave differently is a note;
+  ``restartPolicy``, so a template's own that would behave differently is a note; and resource
+  names Kubernetes has removed since (``alpha.kubernetes.io/nvidia-gpu``), which become
+  today's with a note (:func:`.kinds.rename_removed_resources`);
 - ``RuntimeId``, which becomes ``spec.runtimeId`` (:func:`runtime_id`);
 - ``terminationPolicy.chief``, the one replica whose exit decided the job (:func:`chief`),
   which becomes a ``successPolicy`` naming that replica.
@@ -123,6 +125,7 @@ def template(
                 (*path, "spec", "restartPolicy"),
                 f"{given} not carried over: the pod gets restartPolicy {pod} from the replica's {why}",
             )
+    kinds.rename_removed_resources(out, path, r.findings.note)
     if fw_contract.main_container(out, container) is None:
         r.findings.error(
             (*path, "spec", "containers"),

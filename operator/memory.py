@@ -40,7 +40,7 @@ class Job:
     # (the resourceVersion our last status write replaced, the object it produced)
     written: tuple[str, Obj] | None = None
     last_write: datetime.datetime | None = None
-    refused: tuple[lifecycle.Refused, ...] = ()
+    refused: tuple[lifecycle.Refused, ...] | None = None  # at the last try; None before the first
     groups: set[str] = attrs.field(factory=set)
 
 

@@ -16,7 +16,9 @@ given and every pod, whenever it is created, mounts that one.
 Precedence: a variable that the user already set in the main container is kept, and
 the framework's value for it is not added — user intent wins and nothing is silently
 overwritten. Labels and annotations of the pod template are kept; kubetrain's own
-labels are added on top because selectors depend on them.
+labels are added on top because selectors depend on them. A template on the host's network
+(``hostNetwork: true``) without a ``dnsPolicy`` gets ``ClusterFirstWithHostNet``, so that the
+Service names in its env resolve there too.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ _SECRET_VOLUME = "kubetrain-secret"
 # Owner read and write only: ssh refuses a private key that others can read.
 SECRET_MODE = 0o600
 # Every main container's: its attempt, the job's restarts so far, the last restart's reason.
-RESTART_ATTEMPT_ENV = "KUBETRAIN_RESTART_ATTEMPT"
+RESTART_ATTEMPT_ENV = fw_contract.RESTART_ATTEMPT_ENV
 RESTARTS_ENV = "KUBETRAIN_RESTARTS"
 LAST_RESTART_REASON_ENV = "KUBETRAIN_LAST_RESTART_REASON"
 RESTART_ENV = (RESTART_ATTEMPT_ENV, RESTARTS_ENV, LAST_RESTART_REASON_ENV)
@@ -272,17 +274,19 @@ def _pod(
     spec["hostname"] = r.name
     if fw.services:
         spec["subdomain"] = r.subdomain
+    _dns_policy(spec)
     spec["restartPolicy"] = pod_restart_policy(r.spec.restart_policy or fw.restart_policy)
     container = fw_contract.main_container(template, fw.container)
     assert container is not None, "validated above"
     # `kubectl logs POD` and `kubetrain logs` read the training process, not a sidecar.
     annotations = {DEFAULT_CONTAINER: container["name"], **(tmeta.get("annotations") or {})}
     restart_env = _restart_env(world.job.status, attempt)
+    # The restart env first: a framework's value may refer to the attempt (fw_contract.ATTEMPT).
     if in_place:
-        _add_env(container, fw.env(world, r))
         _in_place(spec, annotations, container, restart_env, closed=closed)
+        _add_env(container, fw.env(world, r))
     else:
-        _add_env(container, {**fw.env(world, r), **restart_env})
+        _add_env(container, {**restart_env, **fw.env(world, r)})
     _add_port(container, fw.port_name, r.port)
     if has_files:
         spec.setdefault("volumes", []).append(
@@ -311,6 +315,15 @@ def _pod(
         "metadata": _metadata(world, r.name, labels, annotations=annotations),
         "spec": spec,
     }
+
+
+def _dns_policy(spec: Object) -> None:
+    """A pod on the host's network resolves names as its node does (``dnsPolicy: ClusterFirst``
+    falls back to ``Default`` there), so the Service names in its env would not resolve: such a
+    pod gets ``ClusterFirstWithHostNet``, the cluster's DNS first. A policy the template sets is
+    kept (``Default`` or ``None`` on purpose, say)."""
+    if spec.get("hostNetwork") is True and not spec.get("dnsPolicy"):
+        spec["dnsPolicy"] = "ClusterFirstWithHostNet"
 
 
 def _restart_env(status: v1beta1.TrainingJobStatus, attempt: int) -> dict[str, str]:

@@ -466,6 +466,21 @@ class AvoidedNode:
 
 
 @attrs.frozen(kw_only=True, field_transformer=schema.validated)
+class Refusal:
+    """The apiserver's refusal of one of the job's creates at the operator's last try. Kept in
+    the status so that the retry backoff and the grace before the job fails outlive the operator."""
+
+    kind: Annotated[str, schema.Field(max_length=63, doc="The refused object's kind, e.g. Pod.")]
+    name: Annotated[str, schema.Field(max_length=253)]
+    code: Annotated[int, schema.Field(minimum=100, maximum=599, doc="The HTTP status of the refusal.")]
+    message: Annotated[str, schema.Field(max_length=32768, doc="The apiserver's message.")] = ""
+    time: datetime.datetime = attrs.field(converter=meta.utc)
+    observed_generation: Annotated[
+        int | None, schema.Field(minimum=0, doc="The generation of the spec the object was rendered from.")
+    ] = None
+
+
+@attrs.frozen(kw_only=True, field_transformer=schema.validated)
 class TrainingJobStatus:
     """The observed state of the job; written only by the operator."""
 
@@ -499,6 +514,10 @@ class TrainingJobStatus:
             "(node affinity) until keeping off them would leave a pod unschedulable.",
         ),
     ] = ()
+    last_refusal: Annotated[
+        Refusal | None,
+        schema.Field(doc="While the apiserver refuses the job's creates: the refusal at the last try."),
+    ] = None
     observed_generation: Annotated[int | None, schema.Field(minimum=0)] = None
     tensorboard: tensorboard_types.TensorBoardStatus | None = None
 

@@ -3,8 +3,8 @@
 Every replica is a ``Worker``, as in the Caffe2Job operator. Each main container
 (``caffe2``) gets:
 
-- ``SHARD_ID`` (its index), ``NUM_SHARDS`` (the Workers) and ``RUN_ID``: ``spec.runtimeId``,
-  else the job's UID, else its name — one id shared by every shard of the run;
+- ``SHARD_ID`` (its index), ``NUM_SHARDS`` (the Workers) and ``RUN_ID``, one id shared by
+  every shard of a run and by no other run (:func:`run_id`);
 - per backend (``framework.caffe2.backend.type``):
 
   - ``none``: nothing more; one Worker only;
@@ -33,9 +33,7 @@ runs a single Worker.
 Port 2222 (``caffe2-port``). Success: every Worker succeeds. Restarts: ``ExitCode`` with
 scope ``Job``: the shards all-reduce every step, and a rendezvous is one-shot, so a lone
 restarted shard can neither rejoin nor let the others continue; a user bug (exit code
-1-127) fails the job at once. A restart keeps ``RUN_ID``, so keys a redis or NFS store
-kept from the failed attempt must be cleared by the program (or use a new
-``runtimeId``).
+1-127) fails the job at once. Each restart is a new run with a ``RUN_ID`` of its own.
 """
 
 import json
@@ -62,7 +60,28 @@ def backend(spec: v1beta1.TrainingJobSpec) -> v1beta1.Caffe2Backend:
 
 
 def run_id(job: v1beta1.TrainingJob) -> str:
-    return job.spec.runtime_id or job.metadata.uid or job.metadata.name or ""
+    """``{runtimeId}-{uid}-{attempt}``: unique to one run of one job, shared by its shards.
+
+    Caffe2 prefixes every rendezvous key with the run id, in a store that outlives the run: a
+    redis server (``RedisStoreHandler`` sets each key once, with SETNX, and refuses a key that
+    exists: "perhaps you reused a run ID") or an NFS directory (``FileStoreHandler``, where a
+    key left behind is read at once as this run's: a shard would dial the old run's peers).
+    So the id must change whenever a new rendezvous happens:
+
+    - the job's UID, because a job deleted and created again under its name is a new run
+      (the name alone, or ``spec.runtimeId`` alone, would come back); the name stands in only
+      where the job has no UID yet (``kubetrain render`` of a file);
+    - the attempt, because every restart is a new rendezvous (the scope is the whole job: all
+      shards start again). It is :data:`~.framework.ATTEMPT`, which the kubelet fills in when
+      the container starts, not the attempt as rendered: a pod restarted in place keeps the
+      env it was made with, and a shard made again beside shards restarted in place must
+      agree with them on the id.
+
+    ``spec.runtimeId``, which the old Caffe2Job's ``RuntimeID`` becomes, comes first, so the
+    id still shows it.
+    """
+    parts = (job.spec.runtime_id, job.metadata.uid or job.metadata.name, framework.ATTEMPT)
+    return "-".join(p for p in parts if p)
 
 
 def _backend_fields(world: framework.World, chosen: v1beta1.Caffe2Backend) -> dict[str, object]:

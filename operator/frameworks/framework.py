@@ -20,7 +20,9 @@ import attrs
 from kubetrain.api import naming, v1beta1, validation
 
 __all__ = [
+    "ATTEMPT",
     "CONFIG_MOUNT",
+    "RESTART_ATTEMPT_ENV",
     "Framework",
     "Replica",
     "ReplicaType",
@@ -36,6 +38,12 @@ Env = Mapping[str, str]
 
 # Where every pod finds the job's files (a ConfigMap): ``{CONFIG_MOUNT}/hostfile``, say.
 CONFIG_MOUNT = "/etc/kubetrain"
+# The attempt of the pod's replica type, which every main container gets (render sets it, from
+# the pod's label where the pod restarts in place). Render puts it before the framework's env,
+# so a framework's value may hold ``ATTEMPT``: the kubelet replaces that with the attempt each
+# time the container starts (Kubernetes expands ``$(NAME)`` of a variable set earlier).
+RESTART_ATTEMPT_ENV = "KUBETRAIN_RESTART_ATTEMPT"
+ATTEMPT = f"$({RESTART_ATTEMPT_ENV})"
 
 
 @attrs.frozen(kw_only=True)

@@ -24,10 +24,11 @@ A step, in order:
 7. Stale and surplus pods are deleted — or, after a restart in place, moved to the new attempt
    where they are (:mod:`~kubetrain.operator.policies.inplace`), and opened together once none
    of the old attempt runs; pods Terminating past the termination deadline are force-deleted.
-8. Refused creates (:attr:`Input.refused`, what the apiserver answered the last try) set
+8. Refused creates (:attr:`Input.refusals`, what the apiserver answered the last try) set
    ``ReplicaFailure`` with the apiserver's message, hold further tries back (doubling,
    1 s to 60 s), and fail the job with ``CreateRefused`` once a permanent refusal is older
-   than ``refusalGraceSeconds``. A spec changed meanwhile (templates may be mended while
+   than ``refusalGraceSeconds``. The last refusal is kept in ``status.lastRefusal``, so an
+   operator that restarts neither tries at once nor starts the grace again. A spec changed meanwhile (templates may be mended while
    pods are refused) is tried at once, as a new attempt, so no pod of the old spec stays.
 9. Missing replicas are created — only when no stale pod is left, so a new world never
    meets an old one, and not before the restart backoff has passed.

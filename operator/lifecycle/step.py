@@ -114,6 +114,7 @@ class _Step:
         self.dues: list[datetime.datetime] = []
         self.delete_job = False
         self.refused_since: datetime.datetime | None = None  # creates are being refused since
+        self.last_refusal = prev.last_refusal
 
     # --- the step ------------------------------------------------------------------------
 
@@ -511,9 +512,13 @@ class _Step:
         """Show refused creates; fail the job if a permanent one outlived its grace."""
         # Refusals of an older spec, or from before a suspension, say nothing about this one.
         resumed = conditions.is_true(self.inp.status.conditions, C.SUSPENDED)
-        refused = [r for r in self.inp.refused if r.generation == self.inp.generation and not resumed]
+        tried = self.inp.refusals
+        refused = [r for r in tried if r.generation == self.inp.generation and not resumed]
+        self.last_refusal = (
+            attrs.evolve(refused[0], at=max(r.at for r in refused)).to_status() if refused else None
+        )
         if not refused:
-            mended = bool(self.inp.refused) and self._is(C.REPLICA_FAILURE)
+            mended = bool(tried) and self._is(C.REPLICA_FAILURE)
             if mended:
                 # Refused under an older spec: start over with the new one, uncharged, so that
                 # no pod of the old spec stays beside the new ones.
@@ -544,8 +549,8 @@ class _Step:
             return  # a new attempt starts only when the old one is gone entirely
         if self.closed and not self._made_in_place():
             return  # or, while moved pods still run it, when a new pod can wait at a barrier
-        if self.refused_since is not None:
-            tried = max(r.at for r in self.inp.refused)
+        if self.refused_since is not None and self.last_refusal is not None:
+            tried = self.last_refusal.time
             wait = refusal.backoff((tried - self.refused_since).total_seconds())
             if self.now < tried + datetime.timedelta(seconds=wait):
                 self.dues.append(tried + datetime.timedelta(seconds=wait))
@@ -564,6 +569,10 @@ class _Step:
             for i in range(count):
                 if naming.replica_name(self.inp.name, key, i) not in names:
                     self.creates.append((key, i))
+        if self.creates and self.last_refusal is not None:
+            # Tried again now: the backoff counts from this try, after a restart of the operator
+            # too (a try that gets through clears the refusal at the next step).
+            self.last_refusal = attrs.evolve(self.last_refusal, time=self.now)
 
     def _progress(self, *, restarted: bool) -> None:
         if restarted or self.creates:
@@ -600,6 +609,7 @@ class _Step:
             observed_generation=self.inp.generation,
             tensorboard=tensorboard.status(self.inp.name, self.inp.namespace, self.spec),
             avoided_nodes=self.avoided,
+            last_refusal=self.last_refusal,
         )
         later = [d for d in self.dues if d > self.now]
         return Decision(

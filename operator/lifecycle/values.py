@@ -70,6 +70,28 @@ class Refused:
     # Of the spec the object was rendered from; refusals of an older spec are ignored.
     generation: int | None
 
+    @classmethod
+    def kept(cls, r: v1beta1.Refusal) -> Refused:
+        """The refusal as the job's status keeps it."""
+        return cls(
+            kind=r.kind,
+            name=r.name,
+            status=r.code,
+            message=r.message,
+            at=r.time,
+            generation=r.observed_generation,
+        )
+
+    def to_status(self) -> v1beta1.Refusal:
+        return v1beta1.Refusal(
+            kind=self.kind,
+            name=self.name,
+            code=self.status,
+            message=self.message,
+            time=self.at,
+            observed_generation=self.generation,
+        )
+
 
 @attrs.frozen(kw_only=True)
 class Input:
@@ -81,7 +103,8 @@ class Input:
     pods: tuple[observed.Pod, ...]
     defaults: Defaults
     now: datetime.datetime
-    refused: tuple[Refused, ...] = ()
+    # What the apiserver refused at this process's last try; None before its first.
+    refused: tuple[Refused, ...] | None = None
     # The gang waits in a Kueue queue as one group: a pod deleted for a restart is held by Kueue
     # until a replacement joins its group, and a replacement cannot take its name before it is
     # gone — so every restart that replaces pods restarts the whole gang, as a new group.
@@ -98,6 +121,15 @@ class Input:
     unhealthy: frozenset[str] = frozenset()
     # Some node declares that its kubelet restarts pods in place (policies/inplace).
     in_place: bool = False
+
+    @property
+    def refusals(self) -> tuple[Refused, ...]:
+        """What the apiserver refused at the last try: as this process saw it, or, before its
+        first try, as the status keeps it (the backoff and the grace outlive the operator)."""
+        if self.refused is not None:
+            return self.refused
+        kept = self.status.last_refusal
+        return () if kept is None else (Refused.kept(kept),)
 
 
 @attrs.frozen(kw_only=True)

@@ -40,6 +40,7 @@ __all__ = [
     "ApiError",
     "Client",
     "Resource",
+    "SilentWatchError",
     "merge_patch_between",
 ]
 
@@ -91,6 +92,14 @@ class ApiError(Exception):
     @property
     def gone(self) -> bool:
         return self.status == 410
+
+
+class SilentWatchError(ApiError):
+    """A watch that said nothing, not even a bookmark, for its read timeout: a quiet watch or a
+    dead connection, which look alike. Not the apiserver's refusal of anything."""
+
+    def __init__(self) -> None:
+        super().__init__(504, "Timeout", "watch was silent too long")
 
 
 class NotLeaderError(RuntimeError):
@@ -283,7 +292,7 @@ class Client:
                 async for line in lines:
                     yield json.loads(line)
         except TimeoutError as e:
-            raise ApiError(504, "Timeout", "watch was silent too long") from e
+            raise SilentWatchError() from e
         except transport.TransportError as e:
             raise ApiError(503, "Unavailable", str(e)) from e
 

@@ -9,7 +9,9 @@ The loop, as client-go's reflector runs it:
    moves the resourceVersion on, and bookmarks move it on without an object.
 3. A watch that ends or breaks is **resumed from the last resourceVersion** after a
    backoff (0.5 s doubling to 30 s, reset by progress). A watch that stays **silent**
-   longer than ``inactivity_timeout`` is dropped and resumed. **410 Gone** — the
+   longer than ``inactivity_timeout`` is dropped and resumed at once: a quiet cluster is no
+   failure, and backing off there would leave the first event after a quiet spell (a pod
+   failing in a long training run) unseen for up to the backoff's 30 s. **410 Gone** — the
    resourceVersion was compacted away — means going back to step 1.
 
 Handlers are called in order, in the informer's task, with ``(event, new, old)`` where
@@ -67,6 +69,7 @@ class Informer:
         self._handlers: list[Handler] = []
         self._transform = transform
         self.relists = 0
+        self.events = 0  # watch events and bookmarks received: the informer's progress
 
     def add_handler(self, handler: Handler) -> None:
         self._handlers.append(handler)
@@ -76,6 +79,7 @@ class Informer:
         must_list = True
         delay = self._backoff_base
         while True:
+            before = self.events
             try:
                 if must_list:
                     await self._list()
@@ -83,8 +87,11 @@ class Informer:
                 await self._watch()
                 delay = self._backoff_base
                 continue
-            except client.ApiError as e:
-                if e.gone:
+            except client.SilentWatchError:
+                delay = self._backoff_base
+                continue
+            except (client.ApiError, ValueError, KeyError) as e:
+                if isinstance(e, client.ApiError) and e.gone:
                     log.info(
                         "%s: resourceVersion %s is gone; listing again",
                         self.resource.plural,
@@ -92,12 +99,15 @@ class Informer:
                     )
                     must_list = True
                     continue
-                log.warning("%s: %s; retrying in %.1fs", self.resource.plural, e, delay)
-            except (ValueError, KeyError) as e:
-                log.warning(
-                    "%s: malformed response (%s); listing again in %.1fs", self.resource.plural, e, delay
-                )
-                must_list = True
+                if self.events != before:
+                    delay = self._backoff_base  # the watch made progress before it broke
+                if isinstance(e, client.ApiError):
+                    log.warning("%s: %s; retrying in %.1fs", self.resource.plural, e, delay)
+                else:
+                    log.warning(
+                        "%s: malformed response (%s); listing again in %.1fs", self.resource.plural, e, delay
+                    )
+                    must_list = True
             await asyncio.sleep(delay)
             delay = min(delay * 2, self._backoff_max)
 
@@ -144,6 +154,7 @@ class Informer:
             self.resource, namespace=self.namespace, params=params, read_timeout=self.inactivity_timeout
         ):
             kind, obj = event["type"], event["object"]
+            self.events += 1
             if kind == "ERROR":
                 raise client.ApiError(
                     int(obj.get("code", 500)), str(obj.get("reason", "")), str(obj.get("message", ""))

@@ -8,6 +8,7 @@ exists to prevent, and the reconciler's last line of defence.
 
 from __future__ import annotations
 
+import datetime
 import json
 import time
 from collections.abc import Iterator
@@ -19,15 +20,17 @@ from testkit.jobs import condition, create, events, pods, running_pods, sample, 
 from testkit.kube import eventually
 
 from kubetrain.devcluster import cluster as devcluster
+from kubetrain.devcluster import process
 
 POD_SECURITY = "pod-security.kubernetes.io/enforce"
 
 
 @pytest.fixture(scope="module", autouse=True)
-def running_operator(cluster: devcluster.Cluster) -> Iterator[None]:
-    op = operator.start(cluster)
-    yield
-    op.stop()
+def running_operator(cluster: devcluster.Cluster) -> Iterator[list[process.Process]]:
+    """The operator, in a list: a test may restart it (the last one is stopped at the end)."""
+    ops = [operator.start(cluster)]
+    yield ops
+    ops[-1].stop()
 
 
 def job(name: str, **changes: Any) -> dict[str, Any]:
@@ -120,6 +123,36 @@ def test_a_pod_the_apiserver_finds_invalid_fails_the_job_after_the_grace_period(
     assert failed["reason"] == "CreateRefused"
     assert failed["message"].startswith("refused for longer than 4s: Pod invalid-worker-")
     assert "Required value" in failed["message"]
+
+
+def test_an_operator_that_restarts_keeps_the_refusals_grace_and_backoff(
+    cluster: devcluster.Cluster, namespace: str, running_operator: list[process.Process]
+) -> None:
+    grace = 20
+    spec = job("again", failurePolicy__refusalGraceSeconds=grace)
+    del spec["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["image"]
+    name = create(cluster, namespace, spec)
+    began = replica_failure(cluster, namespace, name, "Invalid")["lastTransitionTime"]
+    kept = eventually(
+        "the refusal in the status", lambda: status(cluster, namespace, name).get("lastRefusal")
+    )
+    assert kept["code"] == 422
+    assert "Required value" in kept["message"]
+    for _ in range(3):  # an operator in a crash loop, within the grace
+        running_operator[-1].stop()
+        running_operator.append(operator.start(cluster))
+    s = wait_state(cluster, namespace, name, "Failed", timeout=grace + 30)
+    assert condition(s, "ReplicaFailure")["lastTransitionTime"] == began, "the grace began again"
+    failed = condition(s, "Failed")
+    assert failed["reason"] == "CreateRefused"
+    took = _seconds(failed["lastTransitionTime"]) - _seconds(began)
+    assert grace <= took <= grace + 5, f"failed {took} s after the first refusal"
+    # Six tries of two Workers in 20 s (1, 2, 4, 8 s apart...), not one more at every restart.
+    assert failed_creates(cluster, namespace, name) <= 14, "tried again at every restart, or in a hot loop"
+
+
+def _seconds(stamp: str) -> float:
+    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 def test_a_pod_security_refusal_lets_the_job_go_on_once_the_namespace_allows_it(

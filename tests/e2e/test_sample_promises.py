@@ -371,7 +371,11 @@ def test_caffe2_shards_get_the_redis_wiring_their_flags_name(applied: Applied) -
     for i in (0, 1):
         pod = pods[f"caffe2-resnet50-worker-{i}"]
         e = env(pod)
-        assert (e["SHARD_ID"], e["NUM_SHARDS"], e["RUN_ID"]) == (str(i), "2", "resnet50r1")
+        assert (e["SHARD_ID"], e["NUM_SHARDS"]) == (str(i), "2")
+        assert (
+            e["RUN_ID"]
+            == f"resnet50r1-{pod['metadata']['ownerReferences'][0]['uid']}-$({render.RESTART_ATTEMPT_ENV})"
+        )
         assert (e["REDIS_HOST"], e["REDIS_PORT"]) == ("redis.default.svc", "6379")
         # Kubernetes expands $(VAR) in args from the container's env: every one the flags use is there.
         used = {v for arg in pod["spec"]["containers"][0]["args"] for v in re.findall(r"\$\((\w+)\)", arg)}
@@ -493,8 +497,13 @@ def test_legacy_mxjob_gives_every_replica_dmlc_and_mx_config(applied: Applied) -
 def test_legacy_caffe2_shards_get_the_run_id_and_redis(applied: Applied) -> None:
     a, sample = applied, "caffe2-redis.yaml"
     for i in range(3):
-        e = env(a.running(sample)[f"caffe2-legacy-worker-{i}"])
-        assert (e["SHARD_ID"], e["NUM_SHARDS"], e["RUN_ID"]) == (str(i), "3", "resnet50run1")
+        pod = a.running(sample)[f"caffe2-legacy-worker-{i}"]
+        e = env(pod)
+        assert (e["SHARD_ID"], e["NUM_SHARDS"]) == (str(i), "3")
+        assert (
+            e["RUN_ID"]
+            == f"resnet50run1-{pod['metadata']['ownerReferences'][0]['uid']}-$({render.RESTART_ATTEMPT_ENV})"
+        )
         assert (e["REDIS_HOST"], e["REDIS_PORT"]) == ("redis.default.svc", "6379")
 
 

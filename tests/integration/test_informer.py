@@ -137,3 +137,31 @@ def test_a_compaction_forces_a_relist_that_loses_no_event(
     assert seen.events[:2] == EXPECTED[:2]
     assert sorted(seen.events[2:5]) == sorted(EXPECTED[2:5])
     assert seen.events[5:] == EXPECTED[5:]
+
+
+def test_an_event_after_a_quiet_spell_is_seen_at_once(bare_apiserver: devcluster.Cluster) -> None:
+    # Watches that stay silent past their read timeout, again and again (a quiet cluster, a long
+    # training run), are resumed at once: the first event after them is not held by a backoff.
+    async def scenario() -> tuple[float, int]:
+        api = await client.Client.connect(str(bare_apiserver.kubeconfig))
+        ns = "inf-quiet"
+        await api.create(
+            client.Resource("", "v1", "namespaces", "Namespace", namespaced=False), {"metadata": {"name": ns}}
+        )
+        inf = informer.Informer(
+            api, client.CONFIGMAPS, namespace=ns, inactivity_timeout=0.5, backoff=(0.5, 30)
+        )
+        task = asyncio.create_task(inf.run())
+        try:
+            await until("sync", inf.synced.is_set)
+            await asyncio.sleep(6)  # twelve silent watches: a backoff would be past 30 s by now
+            await api.create(client.CONFIGMAPS, configmap("after", "1"), ns)
+            began = asyncio.get_running_loop().time()
+            await until("the change", lambda: "after" in state(inf), timeout=60)
+            return asyncio.get_running_loop().time() - began, inf.relists
+        finally:
+            task.cancel()
+
+    took, relists = asyncio.run(scenario())
+    assert took < 1.0, f"seen {took:.1f} s after it happened"
+    assert relists == 1, "resumed from its resourceVersion each time"

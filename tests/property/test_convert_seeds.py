@@ -119,7 +119,10 @@ def test_caffe2job_runs_its_shards_with_their_ids_and_comes_back(case: seed_kind
     assert_one_pod_per_replica(case, pods)
     spec = case.canonical["spec"]
     backend = spec.get("backendSpecs", {})
-    run_id = spec.get("RuntimeID", case.canonical["metadata"]["name"])
+    # The RuntimeID the operator used, then what makes the run unique: the job's UID (its name
+    # here, rendered before any UID exists) and the attempt, which the kubelet fills in.
+    run = (spec.get("RuntimeID"), case.canonical["metadata"]["name"], "$(KUBETRAIN_RESTART_ATTEMPT)")
+    run_id = "-".join(p for p in run if p)
     for host in case.hosts:
         pod = pod_of(case, pods, host, "worker")
         assert_same_container(pod, host)

@@ -312,7 +312,7 @@ class LifecycleMachine(RuleBasedStateMachine):
             )
         if permanent:
             assert new in FINAL, f"a permanent exit code left the job {new}"
-        refused = [r for r in inp.refused if r.generation == inp.generation]
+        refused = [r for r in inp.refusals if r.generation == inp.generation]
         failed = next((c for c in after.conditions if c.type == C.FAILED and c.is_true()), None)
         if failed is not None and failed.reason == "CreateRefused" and old not in FINAL:
             kind = refusal.classify(refused[0].status, refused[0].message)

@@ -419,6 +419,19 @@ def hub_statuses(draw: st.DrawFn, types: list[str]) -> v1beta1.TrainingJobStatus
                 )
             )
         ),
+        last_refusal=draw(
+            optional(
+                st.builds(
+                    v1beta1.Refusal,
+                    kind=st.sampled_from(["Pod", "Service"]),
+                    name=dns_label,
+                    code=st.sampled_from([403, 409, 422]),
+                    message=st.text(max_size=20),
+                    time=times,
+                    observed_generation=optional(small),
+                )
+            )
+        ),
         observed_generation=draw(optional(small)),
         tensorboard=draw(
             optional(

@@ -43,7 +43,7 @@ class World:
         self.deleted_job = False
         # Pods the simulated apiserver refuses to create: name -> (status, message).
         self.refusing: dict[str, tuple[int, str]] = {}
-        self.refused: tuple[lifecycle.Refused, ...] = ()
+        self.refused: tuple[lifecycle.Refused, ...] | None = None  # the operator's, at its last try
         # Pods the scheduler (or a queue) holds back: the kubelets never see them.
         self.held: set[str] = set()
         policy = job.spec.run_policy.scheduling_policy
@@ -220,7 +220,7 @@ class World:
                 self.vanished_unseen.add(at)
         self.tombstones.clear()
         self.last_write = None
-        self.refused = ()
+        self.refused = None
         self.pods.update(self.unseen)
         self.unseen.clear()
 

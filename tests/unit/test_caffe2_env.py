@@ -1,16 +1,20 @@
 """The Caffe2 env contract: shards, run id, CAFFE2_CONFIG and each rendezvous backend."""
 
 import json
+import re
+from typing import Any
 
+import attrs
 import pytest
 from testkit.builders import a_job, container, template
 from testkit.rendered import framework_env
 
-from kubetrain.api import v1beta1, validation
+from kubetrain.api import naming, v1beta1, validation
 from kubetrain.operator import render
 from kubetrain.operator.frameworks import caffe2, framework
 
 REDIS = v1beta1.Caffe2BackendType.REDIS
+RUN = "$(KUBETRAIN_RESTART_ATTEMPT)"  # the attempt, as the kubelet fills it in
 
 
 def envs(job: v1beta1.TrainingJob) -> dict[str, dict[str, str]]:
@@ -35,14 +39,14 @@ def test_one_worker_defaults_to_no_backend() -> None:
     assert {k: v for k, v in env.items() if k != "CAFFE2_CONFIG"} == {
         "SHARD_ID": "0",
         "NUM_SHARDS": "1",
-        "RUN_ID": "c2",
+        "RUN_ID": f"c2-{RUN}",
     }
     assert json.loads(env["CAFFE2_CONFIG"]) == {
         "cluster": {"worker": ["c2-worker-0.default.svc:2222"]},
         "task": {"type": "worker", "index": 0},
         "backend": {"type": "none"},
         "shard": {"id": 0, "count": 1},
-        "runId": "c2",
+        "runId": f"c2-{RUN}",
     }
 
 
@@ -88,14 +92,63 @@ def test_nfs_backend() -> None:
     assert json.loads(env["CAFFE2_CONFIG"])["backend"] == {"type": "nfs", "nfsPath": "/mnt/rdzv"}
 
 
-def test_run_id_is_the_runtime_id_else_the_uid_else_the_name() -> None:
+def test_run_id_is_the_runtime_id_the_uid_and_the_attempt() -> None:
     by_runtime = (
         a_job("r").uid("u-1").framework("caffe2").replicas("Worker", 1).with_spec(runtime_id="abc1").build()
     )
     by_uid = a_job("r").uid("u-1").framework("caffe2").replicas("Worker", 1).build()
-    by_name = a_job("r").framework("caffe2").replicas("Worker", 1).build()
-    assert [envs(j)["r-worker-0"]["RUN_ID"] for j in (by_runtime, by_uid, by_name)] == ["abc1", "u-1", "r"]
-    assert json.loads(envs(by_runtime)["r-worker-0"]["CAFFE2_CONFIG"])["runId"] == "abc1"
+    by_name = a_job("r").framework("caffe2").replicas("Worker", 1).build()  # no UID yet: a file rendered
+    assert [envs(j)["r-worker-0"]["RUN_ID"] for j in (by_runtime, by_uid, by_name)] == [
+        f"abc1-u-1-{RUN}",
+        f"u-1-{RUN}",
+        f"r-{RUN}",
+    ]
+    assert json.loads(envs(by_runtime)["r-worker-0"]["CAFFE2_CONFIG"])["runId"] == f"abc1-u-1-{RUN}"
+
+
+def started(container: dict[str, Any], labels: dict[str, str]) -> dict[str, str]:
+    """The env a container starts with, as the kubelet makes it: ``$(NAME)`` of a variable set
+    earlier in the list is replaced by its value, a later or unknown one is left as written, and
+    a label reached through the downward API is the pod's label."""
+    out: dict[str, str] = {}
+    for e in container["env"]:
+        if "value" in e:
+            out[e["name"]] = re.sub(r"\$\((\w+)\)", lambda m: out.get(m[1], m[0]), e["value"])
+        else:
+            path = e["valueFrom"]["fieldRef"]["fieldPath"]
+            key = re.fullmatch(r"metadata\.labels\['(.+)'\]", path)
+            out[e["name"]] = labels[key[1]] if key else ""
+    return out
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+def test_every_restart_is_a_new_run_and_a_new_job_of_the_same_name_too(in_place: bool) -> None:
+    # Caffe2's redis store refuses a key set before ("perhaps you reused a run ID"), and its NFS
+    # store hands a new run the old run's keys: a rendezvous needs an id no earlier one had.
+    def run_ids(job: v1beta1.TrainingJob) -> set[str]:
+        pods = [o for o in render.render(job, caffe2.FRAMEWORK, in_place=in_place) if o["kind"] == "Pod"]
+        return {
+            started(framework.main_container(p, "caffe2") or {}, p["metadata"]["labels"])["RUN_ID"]
+            for p in pods
+        }
+
+    first = a_job("c2").uid("u-1").framework("caffe2").replicas("Worker", 2).build()
+    again = attrs.evolve(
+        first, status=v1beta1.TrainingJobStatus(replica_statuses={"Worker": v1beta1.ReplicaStatus(attempt=1)})
+    )
+    recreated = a_job("c2").uid("u-2").framework("caffe2").replicas("Worker", 2).build()
+    assert [run_ids(j) for j in (first, again, recreated)] == [{"u-1-0"}, {"u-1-1"}, {"u-2-0"}]
+
+
+def test_a_shard_restarted_in_place_reads_the_attempt_it_was_moved_to() -> None:
+    # Its env is the one it was made with; only the label changes when it moves to attempt 3.
+    job = a_job("c2").uid("u-1").framework("caffe2").replicas("Worker", 1).build()
+    (pod,) = [o for o in render.render(job, caffe2.FRAMEWORK, in_place=True) if o["kind"] == "Pod"]
+    main = framework.main_container(pod, "caffe2")
+    assert main is not None
+    env = started(main, {**pod["metadata"]["labels"], naming.ATTEMPT: "3"})
+    assert env["RUN_ID"] == "u-1-3"
+    assert json.loads(env["CAFFE2_CONFIG"])["runId"] == "u-1-3"
 
 
 def test_the_none_backend_runs_a_single_worker() -> None:

@@ -426,6 +426,21 @@ def test_the_template_restart_policy_and_sidecars_are_warned_about() -> None:
     ]
 
 
+def test_the_removed_gpu_resource_becomes_nvidia_com_gpu_with_a_warning() -> None:
+    doc = minimal("JAXJob")
+    container = doc["spec"]["jaxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    container["resources"] = {"limits": {"alpha.kubernetes.io/nvidia-gpu": 1}}
+    converted = document.convert(doc)
+    worker = converted.job.spec.replica_specs["Worker"].template["spec"]["containers"][0]
+    assert worker["resources"] == {"limits": {"nvidia.com/gpu": 1}}
+    assert warnings_of(converted) == [
+        "warning: spec.jaxReplicaSpecs.Worker.template.spec.containers[0].resources.limits."
+        "alpha.kubernetes.io/nvidia-gpu: becomes nvidia.com/gpu in container jax: Kubernetes 1.11 removed "
+        "alpha.kubernetes.io/nvidia-gpu, which no node offers now (the pod would never be scheduled); "
+        "nvidia.com/gpu is the NVIDIA device plugin's name for the GPUs",
+    ]
+
+
 # --- TFJob -----------------------------------------------------------------------------------------
 
 

@@ -20,6 +20,7 @@ from testkit import seed_kinds
 from kubetrain.api import scheme, v1beta1, validation
 from kubetrain.cli import main
 from kubetrain.convert import chainerjob, document, kinds, mxjob, tfjob
+from kubetrain.operator.frameworks import framework
 
 LEGACY = pathlib.Path(__file__).resolve().parents[2] / "samples" / "legacy"
 SEED_SAMPLES = sorted(p for p in LEGACY.glob("*.yaml") if not p.name.startswith(("kubeflow-", "mpijob")))
@@ -45,11 +46,29 @@ MPIEXEC = (
 )
 
 
+def mx_restarts(restarted: str = "SERVERs and WORKERs") -> str:
+    return (
+        f"the operator restarted the {restarted} whenever they exited, whatever the exit code; kubetrain's MXNet "
+        "default (ExitCode, one pod) fails the job when any exits with 1-127, and recreates the pod for 128-255 "
+        "or when it is lost. For the old behaviour set restartPolicy: OnFailure on Server and Worker: the "
+        "kubelet then restarts a failed one whatever its exit code, each restart spending runPolicy.backoffLimit "
+        "(default 6)"
+    )
+
+
+GPU = (
+    "becomes nvidia.com/gpu in container tensorflow: Kubernetes 1.11 removed alpha.kubernetes.io/nvidia-gpu, "
+    "which no node offers now (the pod would never be scheduled); nvidia.com/gpu is the NVIDIA device "
+    "plugin's name for the GPUs"
+)
+
+
 def hostnet(job: str) -> str:
     return (
         "kept, though no longer needed: the operator created no Services, so workers met over the hosts' "
-        f"network; kubetrain gives each worker a headless Service ({job}-worker-{{i}}), and on the host "
-        "network its port 2222 is the node's, so two workers cannot share a node"
+        f"network; kubetrain gives each worker a headless Service ({job}-worker-{{i}}), which resolves there "
+        "too (the pods get dnsPolicy ClusterFirstWithHostNet), and on the host network its port 2222 is the "
+        "node's, so two workers cannot share a node"
     )
 
 
@@ -64,6 +83,8 @@ WARNINGS: dict[str, list[str]] = {
     "tfjob-readme-tensorboard-azure.yaml": [
         f"spec.replica_specs[0].tfReplicaType: {MASTER}",
         f"spec.replica_specs[0].template.spec.restartPolicy: {TF_RESTART}",
+        "spec.replica_specs[0].template.spec.containers[0].resources.limits.alpha.kubernetes.io/nvidia-gpu: "
+        + GPU,
         "spec.tensorboard: not carried over: /tmp/tensorflow is on no volume of the replicas: mount one the pods "
         "share (a ReadWriteMany persistentVolumeClaim, nfs, or hostPath where all pods share a disk) at "
         "/tmp/tensorflow or above it in a replica's container; mount the volume of tensorboard.volumes in the "
@@ -71,14 +92,17 @@ WARNINGS: dict[str, list[str]] = {
     ],
     "mxjob-readme-dist.yaml": [
         *(f"spec.replicaSpecs[{i}].template.spec.restartPolicy: {MX_RESTART}" for i in range(3)),
+        f"spec.replicaSpecs: {mx_restarts()}",
         "spec.replicaSpecs: PS_VERBOSE=2, which this operator set in every mxnet container, is not set: add it "
         "to a template's env for ps-lite's verbose logs",
     ],
     "mxjob-deepinsight-dist.yaml": [
-        f"spec.replicaSpecs[{i}].template.spec.restartPolicy: {MX_RESTART}" for i in range(3)
+        *(f"spec.replicaSpecs[{i}].template.spec.restartPolicy: {MX_RESTART}" for i in range(3)),
+        f"spec.replicaSpecs: {mx_restarts()}",
     ],
     "mxjob-kubeflow-dist.yaml": [
-        f"spec.replicaSpecs[{i}].template.spec.restartPolicy: {MX_RESTART}" for i in range(3)
+        *(f"spec.replicaSpecs[{i}].template.spec.restartPolicy: {MX_RESTART}" for i in range(3)),
+        f"spec.replicaSpecs: {mx_restarts('SERVERs and WORKERs (but WORKER 0, whose exit decided the job)')}",
     ],
     "caffe2job-readme-redis.yaml": [f"spec.replicaSpecs.template.spec.hostNetwork: {hostnet('example-job')}"],
     "caffe2job-resnet50-nfs.yaml": [
@@ -173,7 +197,7 @@ def test_tfjob_tensorboard_on_a_volume_the_replicas_share_is_carried_over() -> N
     board = converted.job.spec.tensorboard
     assert board is not None
     assert (board.log_dir, board.image) == ("/tmp/tensorflow", "tensorflow/tensorflow:1.15.5")
-    assert [str(n) for n in converted.notes][2:] == [
+    assert [str(n) for n in converted.notes][3:] == [
         "warning: spec.tensorboard.volumes: not carried over: kubetrain mounts the replicas' volume 'azurefile' "
         "under logDir read-only in TensorBoard's pod",
         "warning: spec.tensorboard.serviceType: LoadBalancer not carried over: kubetrain's TensorBoard Service is "
@@ -270,6 +294,50 @@ def test_the_first_tfjob_has_no_later_fields_and_needs_its_master() -> None:
     assert errors_of(data) == ["spec.replicaSpecs: a TfJob needs a MASTER: its exit decided the job"]
 
 
+def test_the_removed_gpu_resource_becomes_nvidia_com_gpu_in_requests_and_limits_with_a_warning() -> None:
+    data = load("tfjob-readme-tensorboard-azure.yaml")
+    master = data["spec"]["replica_specs"][0]["template"]["spec"]
+    master["containers"][0]["resources"] = {
+        "requests": {"cpu": "1", "alpha.kubernetes.io/nvidia-gpu": 2},
+        "limits": {"alpha.kubernetes.io/nvidia-gpu": 2, "memory": "1Gi"},
+    }
+    master["initContainers"] = [
+        {"name": "warm", "image": "busybox", "resources": {"limits": {"alpha.kubernetes.io/nvidia-gpu": 1}}}
+    ]
+    converted = convert(data)
+    spec = converted.job.spec.replica_specs["Master"].template["spec"]
+    # Each where it stood, the other resources kept.
+    assert spec["containers"][0]["resources"] == {
+        "requests": {"cpu": "1", "nvidia.com/gpu": 2},
+        "limits": {"nvidia.com/gpu": 2, "memory": "1Gi"},
+    }
+    assert spec["initContainers"][0]["resources"] == {"limits": {"nvidia.com/gpu": 1}}
+    at = "spec.replica_specs[0].template.spec"
+    gpu = [str(n).removeprefix("warning: ") for n in converted.notes if "nvidia" in str(n)]
+    assert gpu == [
+        f"{at}.initContainers[0].resources.limits.alpha.kubernetes.io/nvidia-gpu: "
+        + GPU.replace("container tensorflow", "container warm"),
+        f"{at}.containers[0].resources.requests.alpha.kubernetes.io/nvidia-gpu: {GPU}",
+        f"{at}.containers[0].resources.limits.alpha.kubernetes.io/nvidia-gpu: {GPU}",
+    ]
+    # The frameworks count the GPUs now (they read */gpu).
+    assert framework.gpus_requested(spec["containers"][0]) == 2
+
+
+def test_a_container_asking_for_both_gpu_names_keeps_todays() -> None:
+    data = load("mxjob-readme-dist.yaml")
+    worker = data["spec"]["replicaSpecs"][2]["template"]["spec"]["containers"][0]
+    worker["resources"] = {"limits": {"nvidia.com/gpu": 1, "alpha.kubernetes.io/nvidia-gpu": 4}}
+    converted = convert(data)
+    spec = converted.job.spec.replica_specs["Worker"].template["spec"]
+    assert spec["containers"][0]["resources"] == {"limits": {"nvidia.com/gpu": 1}}
+    assert (
+        "warning: spec.replicaSpecs[2].template.spec.containers[0].resources.limits.alpha.kubernetes.io/"
+        "nvidia-gpu: not carried over: container mxnet asks for nvidia.com/gpu too (1); Kubernetes 1.11 removed "
+        "alpha.kubernetes.io/nvidia-gpu, which no node offers now (the pod would never be scheduled)"
+    ) in [str(n) for n in converted.notes]
+
+
 # --- MXJob --------------------------------------------------------------------------------
 
 
@@ -322,6 +390,30 @@ def test_deepinsights_mxjob_is_decided_by_its_scheduler_in_dist_mode_and_its_wor
     assert errors_of(data) == ["spec.jobMode: required: local or dist"]
 
 
+def test_servers_and_workers_no_longer_restart_whatever_their_exit_code_and_onfailure_brings_it_back() -> (
+    None
+):
+    # The README: "Servers are automatically restarted if they exit", "Workers are ...".
+    notes = [str(n) for n in convert(load("mxjob-readme-dist.yaml")).notes]
+    assert f"warning: spec.replicaSpecs: {mx_restarts()}" in notes
+    # What the warning says to set is a job kubetrain runs: the kubelet restarts those pods.
+    job = convert(load("mxjob-readme-dist.yaml")).job
+    document = scheme.encode(job)
+    for key in ("Server", "Worker"):
+        document["spec"]["replicaSpecs"][key]["restartPolicy"] = "OnFailure"
+    pods = seed_kinds.pods(scheme.to_hub(scheme.decode(document)))
+    assert {n.rsplit("-", 2)[1]: p["spec"]["restartPolicy"] for n, p in pods.items()} == {
+        "scheduler": "Never",
+        "server": "OnFailure",
+        "worker": "OnFailure",
+    }
+    # A lone WORKER in local mode decided its job by its own exit code: nothing changes there.
+    data = load("mxjob-deepinsight-dist.yaml")
+    data["spec"]["jobMode"] = "local"
+    data["spec"]["replicaSpecs"] = data["spec"]["replicaSpecs"][2:]
+    assert not any("whenever they exited" in str(n) for n in convert(data).notes)
+
+
 @pytest.mark.parametrize(
     ("change", "error"),
     [
@@ -361,9 +453,13 @@ def test_caffe2_shards_get_their_ids_the_run_and_the_backend() -> None:
         pods = rendered(name)
         assert sorted(pods) == [f"{job}-worker-0", f"{job}-worker-1"]
         for i in range(2):
-            env = seed_kinds.env(pods[f"{job}-worker-{i}"])
+            pod = pods[f"{job}-worker-{i}"]
+            env = seed_kinds.env(pod)
             assert (env["SHARD_ID"], env["NUM_SHARDS"]) == (str(i), "2")
-            assert env["RUN_ID"]  # the operator's RuntimeID; here the job's name, as no uid exists yet
+            # The run's own: the job's UID (here its name, as no UID exists yet) and the attempt.
+            assert env["RUN_ID"] == f"{job}-$(KUBETRAIN_RESTART_ATTEMPT)"
+            # Kept on the host's network, the pods still resolve the Services and REDIS_HOST.
+            assert (pod["spec"]["hostNetwork"], pod["spec"]["dnsPolicy"]) == (True, "ClusterFirstWithHostNet")
             assert {k: env[k] for k in backend} == backend
             config = json.loads(env["CAFFE2_CONFIG"])
             assert config["task"] == {"type": "worker", "index": i}
@@ -570,7 +666,7 @@ def test_kubetrain_convert_of_the_mxnet_readmes_mxjob_prints_a_trainingjob_and_i
     printed = yaml.safe_load(out)
     assert printed == json.loads(json.dumps(scheme.encode(convert(load(path.name)).job)))
     assert printed["spec"]["replicaSpecs"]["Scheduler"]["port"] == 9000
-    lines = [f"{path}:{n}" for n in ("17:11", "26:11", "35:11", "8:3")]
+    lines = [f"{path}:{n}" for n in ("17:11", "26:11", "35:11", "8:3", "8:3")]
     assert err.splitlines() == [
         f"warning: {where}: {w}" for where, w in zip(lines, WARNINGS[path.name], strict=True)
     ]

@@ -474,6 +474,46 @@ def test_the_refusal_grace_period_is_the_jobs_to_choose() -> None:
     assert condition(w, v1beta1.ConditionType.FAILED).reason == "CreateRefused"
 
 
+def test_a_permanent_refusal_fails_the_job_after_its_grace_however_often_the_operator_restarts() -> None:
+    w = refused_world(INVALID)
+    w.reconcile()
+    kept = w.status.last_refusal
+    assert kept is not None
+    assert (kept.kind, kept.name, kept.code, kept.message) == ("Pod", "pt-master-0", *INVALID)
+    assert kept.observed_generation == w.job.metadata.generation
+    tries = 1
+    for _ in range(lifecycle.DEFAULT_REFUSAL_GRACE_SECONDS // 20 + 1):  # an operator that restarts every 20 s
+        w.restart_operator()
+        w.tick(20)
+        tries += bool(w.reconcile().create)
+        if w.state is S.FAILED:
+            break
+    assert w.state is S.FAILED, "the grace began when the refusals did, not at the last restart"
+    assert condition(w, v1beta1.ConditionType.FAILED).reason == "CreateRefused"
+    assert tries < 15, "each restart did not start the backoff again"
+
+
+def test_an_operator_that_restarts_waits_out_the_backoff_the_last_one_began() -> None:
+    w = refused_world(QUOTA)
+    for _ in range(8):  # refused for a while: the backoff has grown past a few seconds
+        w.tick(15)
+        w.reconcile()
+    tried = w.status.last_refusal
+    assert tried is not None
+    w.restart_operator()
+    w.tick(1)
+    assert w.reconcile().create == (), "tried again at once"
+    assert condition(w, RF).is_true(), "the condition stays, with its time"
+    assert w.status.last_refusal == tried
+    w.refusing = {}
+    w.tick(60)
+    assert len(w.reconcile().create) == 3
+    w.kubelets()
+    w.reconcile()
+    assert w.state is S.RUNNING
+    assert w.status.last_refusal is None
+
+
 def test_a_spec_mended_while_pods_are_refused_starts_a_new_attempt_at_once() -> None:
     w = refused_world(INVALID, only=PODS[1:])  # the Master got through, the Workers did not
     assert list(w.pods) == ["pt-master-0"]

@@ -271,3 +271,34 @@ def test_every_rank_knows_its_attempt_the_restarts_and_why_the_last_happened() -
         "env"
     ]
     assert [e["value"] for e in kept if e["name"] == render.RESTARTS_ENV] == ["mine"], "the user's value wins"
+
+
+@pytest.mark.parametrize(
+    ("given", "rendered"),
+    [
+        ({"hostNetwork": True}, "ClusterFirstWithHostNet"),
+        ({"hostNetwork": True, "dnsPolicy": "Default"}, "Default"),
+        ({"hostNetwork": True, "dnsPolicy": "ClusterFirst"}, "ClusterFirst"),
+        ({"hostNetwork": False}, None),
+        ({}, None),
+    ],
+)
+def test_a_pod_on_the_hosts_network_resolves_service_names_through_the_cluster_dns(
+    given: dict[str, Any], rendered: str | None
+) -> None:
+    # ClusterFirst on the host's network falls back to the node's resolv.conf, where the peers'
+    # Service names are unknown; a dnsPolicy the template sets is kept.
+    tmpl = template(container("pytorch"))
+    tmpl["spec"].update(given)
+    job = a_job("tj").replicas("Master", 1, tmpl=tmpl).build()
+    pod = by_kind(render.render(job, pytorch.FRAMEWORK), "Pod")["tj-master-0"]
+    assert pod["spec"].get("dnsPolicy") == rendered
+
+
+def test_the_restart_env_comes_before_the_frameworks_so_its_values_may_name_the_attempt() -> None:
+    # The kubelet expands $(NAME) only for a variable set earlier in the container's env.
+    job = a_job("tj").replicas("Master", 1).build()
+    for in_place in (False, True):
+        pod = by_kind(render.render(job, pytorch.FRAMEWORK, in_place=in_place), "Pod")["tj-master-0"]
+        names = [e["name"] for e in pod["spec"]["containers"][0]["env"]]
+        assert names.index(render.RESTART_ATTEMPT_ENV) < names.index("MASTER_ADDR"), in_place
