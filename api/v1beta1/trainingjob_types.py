@@ -211,7 +211,10 @@ class TrainingJobSpec:
     framework: framework_types.FrameworkSpec
     runtime_id: Annotated[
         str | None,
-        schema.Field(pattern=r"^[a-z0-9]{1,16}$", doc="An id shared by every replica of one run (RUN_ID)."),
+        schema.Field(
+            pattern=r"^[a-z0-9]{1,16}$",
+            doc="The start of Caffe2's RUN_ID, {runtimeId}-{uid}-{attempt}: one id per run of the job.",
+        ),
     ] = None
     replica_specs: Annotated[
         dict[str, ReplicaSpec],

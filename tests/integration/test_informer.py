@@ -161,6 +161,7 @@ def test_an_event_after_a_quiet_spell_is_seen_at_once(bare_apiserver: devcluster
             return asyncio.get_running_loop().time() - began, inf.relists
         finally:
             task.cancel()
+            await api.close()
 
     took, relists = asyncio.run(scenario())
     assert took < 1.0, f"seen {took:.1f} s after it happened"
