@@ -87,7 +87,7 @@ class Condition:
             min_length=1, max_length=1024, pattern=_REASON, doc="CamelCase reason for the last transition."
         ),
     ]
-    message: Annotated[str, schema.Field(max_length=32768, doc="Human-readable details.")] = ""
+    message: Annotated[str, schema.Field(max_length=32768, truncate=True, doc="Human-readable details.")] = ""
     last_transition_time: datetime.datetime = attrs.field(converter=utc)
     observed_generation: Annotated[int | None, schema.Field(minimum=0)] = None
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+import functools
 import re
 import types
 import typing
@@ -26,7 +27,7 @@ import attrs
 
 from kubetrain.api import validation
 
-__all__ = ["Field", "JSONObject", "Rule", "is_json_object", "openapi", "validated", "wire_name"]
+__all__ = ["CUT", "Field", "JSONObject", "Rule", "cut", "is_json_object", "openapi", "validated", "wire_name"]
 
 JSONObject = Mapping[str, Any]
 """A free-form JSON object kept as it is (for example a pod template)."""
@@ -55,6 +56,13 @@ class Field:
     items: Field | None = None
     list_map_keys: tuple[str, ...] = ()
     extra_schema: Mapping[str, Any] | None = None
+    # Text from outside the API (the apiserver's words, a container's termination message): cut
+    # to max_length, its end marked, where anything else longer is refused.
+    truncate: bool = False
+
+
+# What ends a text that was cut to its field's max_length.
+CUT = "… [cut]"
 
 
 @attrs.frozen(kw_only=True)
@@ -87,8 +95,16 @@ def validated(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attri
             check = _checker(wire_name(f), marker)
             validator = check if f.validator is None else attrs.validators.and_(f.validator, check)
             f = f.evolve(validator=validator)
+        if marker is not None and marker.truncate and marker.max_length is not None:
+            assert f.converter is None, f"{cls.__name__}.{f.name}: a cut text has no other converter"
+            f = f.evolve(converter=functools.partial(cut, limit=marker.max_length))
         out.append(f)
     return out
+
+
+def cut(text: str, limit: int) -> str:
+    """``text``, or its first characters and :data:`CUT` in ``limit`` characters."""
+    return text if len(text) <= limit else text[: limit - len(CUT)] + CUT
 
 
 def _has_checks(m: Field) -> bool:

@@ -99,7 +99,7 @@ def _admissible(data: Any) -> None:
     from kubetrain.operator import intake
 
     try:
-        intake.decode(data)
+        intake.decode(data, weigh=True)
     except intake.Unrunnable as e:
         if e.framework is not None:
             raise

@@ -84,7 +84,7 @@ def _render(args: argparse.Namespace) -> int:
     for doc in documents.load(args.file):
         _refuse_old_kind(doc, args.file)
         try:
-            decoded = intake.decode(doc.data)
+            decoded = intake.decode(doc.data, weigh=True)
             objects.extend(render.render(decoded.job, decoded.framework, scheduler))
         except validation.ValidationError as e:
             raise doc.explain(e) from None

@@ -5,8 +5,9 @@ Each node ``i`` is a kubelet registered as ``real-node-<i>`` with the InternalIP
 kubelets would let each kill the other's pods as orphans). Both run inside the namespaces of
 :mod:`.network`, so their mounts, pod sandboxes and containers end with the cluster. runc
 and the CNI plugins come from Debian; containerd, the kubelet and the pause program are built
-by ``hack/build-node.sh``. Images are loaded into each node's containerd from the archives
-:mod:`.images` builds, so nothing is pulled from a registry.
+by ``hack/build-node.sh``. Each node's containerd starts from a root that already holds the
+images :mod:`.images` builds (:mod:`.noderoot`: imported once, then linked), so nothing is
+pulled from a registry.
 
 What this machine needs from them (found by trying): the kubelet runs on cgroup v1 only with
 ``failCgroupV1: false`` and the ``cgroupfs`` driver; containerd must not try to lower
@@ -29,7 +30,7 @@ from collections.abc import Sequence
 import attrs
 import yaml
 
-from kubetrain.devcluster import controlplane, images, network, process
+from kubetrain.devcluster import controlplane, images, network, noderoot, process
 from kubetrain.operator import pki
 
 __all__ = ["RealNode", "cgroup_root", "remove_cgroups", "restart_kubelet", "start", "stop_kubelet"]
@@ -70,15 +71,24 @@ def start(
     *,
     timeout: float,
 ) -> list[RealNode]:
-    """Start ``count`` nodes, load ``archives`` into each, and wait until every one is Ready."""
+    """Start ``count`` nodes holding the images of ``archives``, and wait until every one is Ready."""
     remove_cgroups(stale_only=True)
+
+    def load(d: pathlib.Path) -> None:
+        seeder = _start_containerd(cp, net, d, "seed", timeout)
+        try:
+            for archive in archives:
+                images.load(cp.bins["ctr"], str(d / "containerd" / "containerd.sock"), archive)
+        finally:
+            seeder.stop()
+            cp.processes.remove(seeder)
+
+    seed = noderoot.seeded(pathlib.Path(cp.bins["containerd"]), archives, load)
     nodes = []
     for i in range(count):
         net.add_node_ip(i)
-        node = _start_containerd(cp, net, i, timeout)
+        node = _start_node(cp, net, i, seed, timeout)
         nodes.append(node)
-        for archive in archives:
-            images.load(cp.bins["ctr"], str(node.socket), archive)
         _start_kubelet(cp, net, node)
     process.wait_until(
         f"{count} real node(s) to be Ready",
@@ -98,36 +108,45 @@ def _ready(cp: controlplane.ControlPlane, name: str) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
 
-def _start_containerd(
-    cp: controlplane.ControlPlane, net: network.NodeNetwork, index: int, timeout: float
+def _start_node(
+    cp: controlplane.ControlPlane, net: network.NodeNetwork, index: int, seed: pathlib.Path, timeout: float
 ) -> RealNode:
     name = node_name(index)
     d = cp.workdir / "nodes" / name
-    for sub in ("containerd", "cni/net.d", "cni/ipam", "kubelet", "pki", "pod-logs"):
+    for sub in ("cni/net.d", "cni/ipam", "kubelet", "pki", "pod-logs"):
         (d / sub).mkdir(parents=True, exist_ok=True)
     (d / "cni" / "net.d" / "10-kubetrain.conflist").write_text(
         network.cni_config(net, index, d / "cni" / "ipam")
     )
-    config = d / "containerd.toml"
-    config.write_text(_containerd_config(cp, d))
-    containerd = process.Process(
-        f"containerd-{index}",
-        net.enter([cp.bins["containerd"], f"--config={config}", "--log-level=warn"]),
-        cp.workdir / "logs" / f"containerd-{index}.log",
-        env={**os.environ, "PATH": f"{pathlib.Path(cp.bins['containerd']).parent}:{os.environ['PATH']}"},
-    )
-    containerd.start()
-    cp.processes.append(containerd)
-    node = RealNode(
+    noderoot.clone(seed, d / noderoot.ROOT)
+    return RealNode(
         name=name,
         index=index,
         ip=net.node_ip(index),
         dir=d,
-        containerd=containerd,
+        containerd=_start_containerd(cp, net, d, str(index), timeout),
         kubelet=process.Process(f"kubelet-{index}", [], cp.workdir / "logs" / f"kubelet-{index}.log"),
     )
-    process.wait_until(f"containerd of {name}", node.socket.exists, timeout=timeout, watch=[containerd])
-    return node
+
+
+def _start_containerd(
+    cp: controlplane.ControlPlane, net: network.NodeNetwork, d: pathlib.Path, suffix: str, timeout: float
+) -> process.Process:
+    """A containerd whose socket, root and state are under ``d / "containerd"``, ready."""
+    (d / "containerd").mkdir(parents=True, exist_ok=True)
+    config = d / "containerd.toml"
+    config.write_text(_containerd_config(cp, d))
+    containerd = process.Process(
+        f"containerd-{suffix}",
+        net.enter([cp.bins["containerd"], f"--config={config}", "--log-level=warn"]),
+        cp.workdir / "logs" / f"containerd-{suffix}.log",
+        env={**os.environ, "PATH": f"{pathlib.Path(cp.bins['containerd']).parent}:{os.environ['PATH']}"},
+    )
+    containerd.start()
+    cp.processes.append(containerd)
+    socket = d / "containerd" / "containerd.sock"
+    process.wait_until(f"containerd-{suffix}", socket.exists, timeout=timeout, watch=[containerd])
+    return containerd
 
 
 def _containerd_config(cp: controlplane.ControlPlane, d: pathlib.Path) -> str:

@@ -4,7 +4,7 @@ A job with ``failurePolicy.restartMethod: InPlace`` gets, in each pod, two small
 that run the main container's image (they need only a POSIX shell, ``cat`` and ``sleep``):
 
 - the **agent**, a sidecar (an init container with ``restartPolicy: Always``), reads the pod's
-  attempt label from a downwardAPI volume twice a second and exits
+  attempt label from a downwardAPI volume five times a second and exits
   :data:`~kubetrain.api.naming.AGENT_EXIT_CODE` when the operator has moved the pod to another
   attempt. Its restart rule turns that exit into ``RestartAllContainers``: the kubelet stops
   every container of the pod at once and starts them again in order, on the same node, in the
@@ -34,26 +34,35 @@ Object = dict[str, Any]
 VOLUME = "kubetrain-attempt"
 MOUNT = "/etc/kubetrain/attempt"
 _RESOURCES = {"cpu": "50m", "memory": "32Mi"}
+# How often the agent and the barrier read the pod's labels and annotations (shell builtins: each
+# look costs one `sleep`).
+POLL_SECONDS = 0.2
 
 # The attempt it started in is its own; any other in the label is the operator's move.
 _AGENT = f"""\
 f={MOUNT}/attempt
-mine=$(cat "$f")
+read -r mine < "$f"
 trap 'exit 0' TERM INT
 echo "kubetrain agent: attempt $mine"
 while :; do
-  now=$(cat "$f" 2>/dev/null) || now=$mine
+  now=$mine
+  {{ read -r now < "$f"; }} 2>/dev/null
   if [ -n "$now" ] && [ "$now" != "$mine" ]; then
     echo "kubetrain agent: attempt $now begins: restarting the pod in place"
     exit {naming.AGENT_EXIT_CODE}
   fi
-  sleep 0.5 & wait $!
+  sleep {POLL_SECONDS} & wait $!
 done
 """
 _BARRIER = f"""\
 d={MOUNT}
-until [ "$(cat $d/opened 2>/dev/null)" = "$(cat $d/attempt 2>/dev/null)" ]; do sleep 0.2; done
-echo "kubetrain barrier: attempt $(cat $d/attempt) starts"
+while :; do
+  opened=; attempt=
+  {{ read -r opened < $d/opened; read -r attempt < $d/attempt; }} 2>/dev/null
+  [ -n "$attempt" ] && [ "$opened" = "$attempt" ] && break
+  sleep {POLL_SECONDS}
+done
+echo "kubetrain barrier: attempt $attempt starts"
 """
 
 

@@ -59,7 +59,7 @@ class Children:
         job: v1beta1.TrainingJob,
         fw: fw_contract.Framework,
         decision: lifecycle.Decision,
-    ) -> tuple[lifecycle.Refused, ...]:
+    ) -> tuple[v1beta1.Refusal, ...]:
         """Create the pods the decision wants, as it says (the types joining an attempt under way,
         the nodes they keep off, whether they restart in place), and what they need; what the
         apiserver refused."""
@@ -113,7 +113,7 @@ class Children:
 
     async def _create_groups(
         self, job: v1beta1.TrainingJob, groups: list[Obj], pods: list[Obj]
-    ) -> dict[str, lifecycle.Refused]:
+    ) -> dict[str, v1beta1.Refusal]:
         """Create the gangs the new pods join, forget older ones; group name -> refusal."""
         resource = self.scheduler.resource
         if resource is None:
@@ -140,7 +140,7 @@ class Children:
         creating: the decision was made before the status write, and the cache has moved on since."""
         return self.exists(job, obj["kind"], cache.key_of(obj))
 
-    async def _create_one(self, job: v1beta1.TrainingJob, obj: Obj) -> lifecycle.Refused | None:
+    async def _create_one(self, job: v1beta1.TrainingJob, obj: Obj) -> v1beta1.Refusal | None:
         group = self._is_group(obj)
         resource = self.scheduler.resource if group else client.CHILDREN[obj["kind"]]
         assert resource is not None
@@ -159,13 +159,13 @@ class Children:
             await self.recorder.event(
                 scheme.encode(job), "Warning", "FailedCreate", f"{obj['kind']} {name}: {message}"
             )
-            return lifecycle.Refused(
+            return v1beta1.Refusal(
                 kind=obj["kind"],
                 name=name,
-                status=e.status,
+                code=e.status,
                 message=message,
-                at=self.clock(),
-                generation=job.metadata.generation,
+                time=self.clock(),
+                observed_generation=job.metadata.generation,
             )
         return None
 

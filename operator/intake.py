@@ -5,6 +5,8 @@ order. Does the object decode, in either API version, with every rule of the API
 (:func:`kubetrain.api.scheme.decode`, then the hub)? Is the framework it names registered
 (:mod:`~kubetrain.operator.frameworks.registry`)? Can that framework run it as written — its
 replica types and counts, its own options (:func:`~kubetrain.operator.frameworks.framework.validate`)?
+And, asked with ``weigh=True`` where a job comes in (admission, ``render``, ``submit``), would its
+objects fit in etcd (:mod:`~kubetrain.operator.policies.footprint`)?
 :func:`decode` asks them and returns the hub job with its framework, or raises a
 :class:`~kubetrain.api.validation.ValidationError` holding every field error it found: the
 decoding's own, an unknown framework at ``spec.framework.name``, or each of the framework's
@@ -26,8 +28,10 @@ from typing import Any
 import attrs
 
 from kubetrain.api import meta, scheme, v1beta1, validation, wire
+from kubetrain.operator import render
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.frameworks import registry
+from kubetrain.operator.policies import footprint
 
 __all__ = ["Decoded", "Unrunnable", "decode", "readable_status"]
 
@@ -59,11 +63,12 @@ class Unrunnable(validation.ValidationError):
         self.job, self.framework = job, framework
 
 
-def decode(obj: Any, frameworks: registry.Registry | None = None) -> Decoded:
+def decode(obj: Any, frameworks: registry.Registry | None = None, *, weigh: bool = False) -> Decoded:
     """``obj`` (a TrainingJob of either version, as wire data) with its framework.
 
     Raises ValidationError with every field error: :class:`Unrunnable` where the job decoded.
-    ``frameworks`` defaults to the built-ins and every installed plugin.
+    ``frameworks`` defaults to the built-ins and every installed plugin. ``weigh`` also
+    refuses a job whose objects would be too large to store, from one pod of each replica type.
     """
     job = scheme.to_hub(scheme.decode(obj))
     known = registry.default() if frameworks is None else frameworks
@@ -72,6 +77,8 @@ def decode(obj: Any, frameworks: registry.Registry | None = None) -> Decoded:
     except registry.UnknownFrameworkError as e:
         raise Unrunnable(job, None, [validation.FieldError(path=FRAMEWORK_NAME, message=str(e))]) from None
     found = fw_contract.validate(fw, job)
+    if not found and weigh:
+        found = footprint.errors(job, render.representatives(job, fw))
     if found:
         raise Unrunnable(job, fw, found)
     return Decoded(job=job, framework=fw)

@@ -25,7 +25,7 @@ from typing import Any
 
 import attrs
 
-from kubetrain.operator import lifecycle
+from kubetrain.api import v1beta1
 from kubetrain.operator.runtime import cache
 
 __all__ = ["Job", "Memory"]
@@ -40,7 +40,7 @@ class Job:
     # (the resourceVersion our last status write replaced, the object it produced)
     written: tuple[str, Obj] | None = None
     last_write: datetime.datetime | None = None
-    refused: tuple[lifecycle.Refused, ...] | None = None  # at the last try; None before the first
+    refused: tuple[v1beta1.Refusal, ...] | None = None  # at the last try; None before the first
     groups: set[str] = attrs.field(factory=set)
 
 

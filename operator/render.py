@@ -46,6 +46,7 @@ __all__ = [
     "owner_reference",
     "pod_restart_policy",
     "render",
+    "representatives",
 ]
 
 CONFIG_MOUNT = fw_contract.CONFIG_MOUNT
@@ -122,6 +123,19 @@ def render(
     if with_tensorboard:
         objects.extend(tensorboard.objects(job, owner_reference(job)))
     return objects
+
+
+def representatives(job: v1beta1.TrainingJob, fw: fw_contract.Framework) -> list[Object]:
+    """What stands for all of ``job``'s objects, rendered without rendering them all: the shared
+    ones, each replica type's last Pod and Service (its longest names; the replicas of a type
+    differ only in their index and env), and the TensorBoard's objects."""
+    last = {(k, s.replicas - 1) for k, s in job.spec.replica_specs.items() if s.replicas > 0}
+    names = {naming.replica_name(job.metadata.name or "", k, i) for k, i in last}
+    return [
+        o
+        for o in render(job, fw, pods=last)
+        if o["kind"] != "Service" or o["metadata"]["name"] in names or tensorboard.is_tensorboard(o)
+    ]
 
 
 def _wanted(r: fw_contract.Replica, pods: Collection[tuple[str, int]] | None) -> bool:

@@ -476,7 +476,9 @@ class Refusal:
     kind: Annotated[str, schema.Field(max_length=63, doc="The refused object's kind, e.g. Pod.")]
     name: Annotated[str, schema.Field(max_length=253)]
     code: Annotated[int, schema.Field(minimum=100, maximum=599, doc="The HTTP status of the refusal.")]
-    message: Annotated[str, schema.Field(max_length=32768, doc="The apiserver's message.")] = ""
+    message: Annotated[str, schema.Field(max_length=32768, truncate=True, doc="The apiserver's message.")] = (
+        ""
+    )
     time: datetime.datetime = attrs.field(converter=meta.utc)
     observed_generation: Annotated[
         int | None, schema.Field(minimum=0, doc="The generation of the spec the object was rendered from.")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import pathlib
 import re
 import time
 from typing import Any
@@ -51,6 +52,12 @@ def main() -> None:
         help="comma-separated: pytorch, mpi",
     )
     p.add_argument("--methods", default="Recreate,InPlace", help="comma-separated: Recreate, InPlace")
+    p.add_argument(
+        "--grace",
+        type=int,
+        help="the pods' terminationGracePeriodSeconds (default: the sample's, Kubernetes' 30 s): how "
+        "long a deleted rank that ignores SIGTERM holds a Recreate",
+    )
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = p.parse_args()
     console.log("==> start a control plane with two real nodes (images built or reused)")
@@ -66,7 +73,7 @@ def main() -> None:
         )
         op = operator_process.start(argv, c.workdir / "logs" / "operator.log", port)
         figures = {
-            f"{fw} {method}": measure(c, fw, method, args.restarts, args.fail_after)
+            f"{fw} {method}": measure(c, fw, method, args.restarts, args.fail_after, args.grace)
             for fw in args.frameworks.split(",")
             if fw
             for method in args.methods.split(",")
@@ -79,9 +86,11 @@ def main() -> None:
     report(figures, as_json=args.json)
 
 
-def job(framework: str, method: str, restarts: int, fail_after: float) -> dict[str, Any]:
+def job(
+    framework: str, method: str, restarts: int, fail_after: float, grace: int | None = None
+) -> dict[str, Any]:
     """The framework's sample, restarted by ``method``, its last rank failing ``fail_after`` s into
-    each of ``restarts`` attempts."""
+    each of ``restarts`` attempts (its pods given ``grace`` seconds to stop, if said)."""
     sample, _ = JOBS[framework]
     out = samples.load("v1beta1", sample)
     out["spec"]["runPolicy"] = {"backoffLimit": restarts + 5}
@@ -92,6 +101,8 @@ def job(framework: str, method: str, restarts: int, fail_after: float) -> dict[s
     policy["restartMethod"] = method
     fail = [f"--fail-after={fail_after}", f"--fail-attempts={restarts}"]
     for key, rs in out["spec"]["replicaSpecs"].items():
+        if grace is not None:
+            rs["template"]["spec"]["terminationGracePeriodSeconds"] = grace
         main = rs["template"]["spec"]["containers"][0]
         if framework == "pytorch":
             main["command"] = [
@@ -108,16 +119,17 @@ def job(framework: str, method: str, restarts: int, fail_after: float) -> dict[s
 
 
 def measure(
-    c: devcluster.Cluster, framework: str, method: str, restarts: int, fail_after: float
+    c: devcluster.Cluster, framework: str, method: str, restarts: int, fail_after: float, grace: int | None
 ) -> list[dict[str, float]]:
     """One record per restart: seconds from the failure to every rank of the next attempt joined."""
     console.log(
         f"==> {framework}, {method}: {restarts} restarts, a rank failing {fail_after:.0f} s after each rendezvous"
+        + ("" if grace is None else f", {grace} s to stop")
     )
     name, ranks = JOBS[framework]
-    spec = job(framework, method, restarts, fail_after)
-    c.kubectl("apply", "-n", NAMESPACE, "-f", "-", input=json.dumps(spec))
+    spec = job(framework, method, restarts, fail_after, grace)
     logs = Logs(c, name, fail_after)
+    c.kubectl("apply", "-n", NAMESPACE, "-f", "-", input=json.dumps(spec))
     out: list[dict[str, float]] = []
     try:
         for attempt in range(restarts):
@@ -149,10 +161,13 @@ def measure(
 
 
 class Logs:
-    """Every line the job's containers print, gathered while they last: a container restarted in
-    place takes its log with it within seconds, so the pods' current and previous logs are read
-    over and over, and each pod's lines kept in the order of their timestamps. A rank prints
-    ``joined the rendezvous``, then ``rank R attempt A``; the failing one ``fails at step``."""
+    """Every line the job's containers print, gathered while they last. They are read where the
+    kubelets write them, the real nodes' pod-log files (one per container instance), which costs
+    the machine nothing it measures (``kubectl logs`` for every pod, five times a second, took
+    most of a core). A container restarted in place keeps its files, a deleted pod's go with it:
+    so they are read over and over, and each pod's lines kept in the order of their timestamps.
+    A rank prints ``joined the rendezvous``, then ``rank R attempt A``; the failing one ``fails
+    at step``."""
 
     def __init__(self, c: devcluster.Cluster, name: str, fail_after: float = 0.0) -> None:
         self.c, self.name, self.fail_after = c, name, fail_after
@@ -160,6 +175,9 @@ class Logs:
         # pod -> (its attempt label, its main container's startedAt) as seen at each poll
         self.starts: dict[str, set[tuple[int, datetime.datetime]]] = {}
         self.estimated = 0  # failures whose line was gone: taken as joined + fail_after
+        self._pods_due = 0.0
+        # The files of an earlier job's pods stay on the nodes: older ones are not this job's.
+        self._since = time.time()
 
     def restart(
         self, attempt: int, ranks: int, timeout: float = 300
@@ -172,8 +190,8 @@ class Logs:
             if len(joins.get(attempt + 1, {})) == ranks:
                 if attempt in fails:
                     return fails[attempt], max(joins[attempt + 1].values())
-                # Its log went with its container before it was read: it failed --fail-after
-                # seconds after it joined (it looks at the clock at every step, a few ms apart).
+                # Its log went with its pod before it was read: it failed --fail-after seconds
+                # after it joined (it looks at the clock at every step, a few ms apart).
                 failing = str(ranks - 1)
                 if failing in joins.get(attempt, {}):
                     self.estimated += 1
@@ -195,10 +213,19 @@ class Logs:
         return max(t for t in firsts if t is not None)
 
     def _poll(self) -> None:
+        # {namespace}_{pod}_{uid}/{container}/{restart count}.log on every real node
+        for node in self.c.real_nodes:
+            for path in (node.dir / "pod-logs").glob(f"{NAMESPACE}_{self.name}-*/*/*.log"):
+                pod, container = path.parent.parent.name.split("_")[1], path.parent.name
+                if container not in (naming.AGENT, naming.BARRIER) and _mtime(path) >= self._since:
+                    self.lines.setdefault(pod, set()).update(_cri_lines(path))
+        if time.monotonic() >= self._pods_due:  # an attempt runs for --fail-after seconds
+            self._pods_due = time.monotonic() + 1.0
+            self._poll_pods()
+
+    def _poll_pods(self) -> None:
         for pod in _pods(self.c, self.name):
             name = pod["metadata"]["name"]
-            for previous in (False, True):
-                self.lines.setdefault(name, set()).update(_logs(self.c, name, previous=previous))
             main = pod["spec"]["containers"][0]["name"]
             for c in (pod.get("status") or {}).get("containerStatuses") or ():
                 running = (c.get("state") or {}).get("running")
@@ -232,9 +259,25 @@ def _pods(c: devcluster.Cluster, name: str) -> list[dict[str, Any]]:
     return items
 
 
-def _logs(c: devcluster.Cluster, pod: str, *, previous: bool = False) -> list[str]:
-    args = ["logs", "-n", NAMESPACE, pod, "--timestamps", *(["--previous"] if previous else [])]
-    return [x for x in c.kubectl(*args, check=False).stdout.splitlines() if x[:4].isdigit()]
+def _mtime(path: pathlib.Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except FileNotFoundError:
+        return 0.0
+
+
+def _cri_lines(path: pathlib.Path) -> list[str]:
+    """``{timestamp} {line}`` for each line of a kubelet's container log file (CRI format:
+    ``{timestamp} {stream} {P|F} {text}``), as ``kubectl logs --timestamps`` prints them."""
+    try:
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:  # its pod went while it was listed
+        return []
+    out = []
+    for line in text.splitlines():
+        stamp, _, rest = line.partition(" ")
+        out.append(f"{stamp} {rest.split(' ', 2)[-1]}")
+    return out
 
 
 def _stamp(line: str) -> datetime.datetime:

@@ -75,7 +75,6 @@ from kubetrain.operator.lifecycle.values import (
     Input,
     Invalid,
     Move,
-    Refused,
 )
 
 __all__ = [
@@ -88,7 +87,6 @@ __all__ = [
     "Input",
     "Invalid",
     "Move",
-    "Refused",
     "diagram",
     "step",
 ]

@@ -513,10 +513,8 @@ class _Step:
         # Refusals of an older spec, or from before a suspension, say nothing about this one.
         resumed = conditions.is_true(self.inp.status.conditions, C.SUSPENDED)
         tried = self.inp.refusals
-        refused = [r for r in tried if r.generation == self.inp.generation and not resumed]
-        self.last_refusal = (
-            attrs.evolve(refused[0], at=max(r.at for r in refused)).to_status() if refused else None
-        )
+        refused = [r for r in tried if r.observed_generation == self.inp.generation and not resumed]
+        self.last_refusal = attrs.evolve(refused[0], time=max(r.time for r in refused)) if refused else None
         if not refused:
             mended = bool(tried) and self._is(C.REPLICA_FAILURE)
             if mended:
@@ -528,7 +526,7 @@ class _Step:
                 self._clear(C.REPLICA_FAILURE, why="Created", message="every object of the job was created")
             return False
         first = refused[0]
-        kind = refusal.classify(first.status, first.message)
+        kind = refusal.classify(first.code, first.message)
         what = f"{first.kind} {first.name}: {first.message}"
         self._set(C.REPLICA_FAILURE, True, kind.reason, what)
         since = conditions.transition_time(self.conditions, C.REPLICA_FAILURE) or self.now

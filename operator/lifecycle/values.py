@@ -19,7 +19,7 @@ import attrs
 from kubetrain.api import observed, v1beta1, validation
 from kubetrain.operator.frameworks import framework as fw_contract
 
-__all__ = ["Decision", "Defaults", "Delete", "Event", "Input", "Invalid", "Move", "Refused", "matches"]
+__all__ = ["Decision", "Defaults", "Delete", "Event", "Input", "Invalid", "Move", "matches"]
 
 
 @attrs.frozen(kw_only=True)
@@ -59,41 +59,6 @@ def matches(replica_type: str, patterns: tuple[str, ...]) -> bool:
 
 
 @attrs.frozen(kw_only=True)
-class Refused:
-    """One object of the job the apiserver refused to create, at the last try."""
-
-    kind: str  # Pod, Service, ConfigMap, Secret
-    name: str
-    status: int  # HTTP status of the refusal
-    message: str  # the apiserver's
-    at: datetime.datetime
-    # Of the spec the object was rendered from; refusals of an older spec are ignored.
-    generation: int | None
-
-    @classmethod
-    def kept(cls, r: v1beta1.Refusal) -> Refused:
-        """The refusal as the job's status keeps it."""
-        return cls(
-            kind=r.kind,
-            name=r.name,
-            status=r.code,
-            message=r.message,
-            at=r.time,
-            generation=r.observed_generation,
-        )
-
-    def to_status(self) -> v1beta1.Refusal:
-        return v1beta1.Refusal(
-            kind=self.kind,
-            name=self.name,
-            code=self.status,
-            message=self.message,
-            time=self.at,
-            observed_generation=self.generation,
-        )
-
-
-@attrs.frozen(kw_only=True)
 class Input:
     name: str
     namespace: str = "default"
@@ -104,7 +69,7 @@ class Input:
     defaults: Defaults
     now: datetime.datetime
     # What the apiserver refused at this process's last try; None before its first.
-    refused: tuple[Refused, ...] | None = None
+    refused: tuple[v1beta1.Refusal, ...] | None = None
     # The gang waits in a Kueue queue as one group: a pod deleted for a restart is held by Kueue
     # until a replacement joins its group, and a replacement cannot take its name before it is
     # gone — so every restart that replaces pods restarts the whole gang, as a new group.
@@ -123,13 +88,13 @@ class Input:
     in_place: bool = False
 
     @property
-    def refusals(self) -> tuple[Refused, ...]:
+    def refusals(self) -> tuple[v1beta1.Refusal, ...]:
         """What the apiserver refused at the last try: as this process saw it, or, before its
         first try, as the status keeps it (the backoff and the grace outlive the operator)."""
         if self.refused is not None:
             return self.refused
         kept = self.status.last_refusal
-        return () if kept is None else (Refused.kept(kept),)
+        return () if kept is None else (kept,)
 
 
 @attrs.frozen(kw_only=True)

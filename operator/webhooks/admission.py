@@ -13,6 +13,8 @@ adds what they cannot know:
   or its pods are being refused (``ReplicaFailure``), so a user can mend what blocks them;
 - ``spec.tensorboard``, which may be added to a job but not changed or removed: its
   Deployment is created once and never rewritten;
+- what the job's objects would weigh: one larger than etcd stores, or more than a job may
+  store together (:mod:`~kubetrain.operator.policies.footprint`), is refused with the figure;
 - what the apiserver itself would say of the pods and Services the job renders, by a
   server-side dry run (:mod:`~kubetrain.operator.webhooks.dryrun`) — only when the spec is
   new or changed. An answer about the namespace (quota, a missing ServiceAccount) admits
@@ -106,7 +108,7 @@ def _checked(
     if new is None:
         return None, None, []  # DELETE: nothing to check
     try:
-        decoded = intake.decode(new, frameworks)
+        decoded = intake.decode(new, frameworks, weigh=True)
         job, fw, found = decoded.job, decoded.framework, []
     except intake.Unrunnable as e:
         if e.framework is None:

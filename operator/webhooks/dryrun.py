@@ -79,19 +79,9 @@ async def check(
 
 
 def samples(job: v1beta1.TrainingJob, fw: fw_contract.Framework) -> list[Obj]:
-    """What stands for all of ``job``'s objects: the shared ones, each type's last Pod and
-    Service, that Pod as a PodTemplate, and the TensorBoard's objects."""
-    last = {
-        naming.replica_name(job.metadata.name or "", k, s.replicas - 1)
-        for k, s in job.spec.replica_specs.items()
-    }
-    out = [
-        o
-        for o in render.render(job, fw)
-        if o["kind"] not in ("Pod", "Service")
-        or o["metadata"]["name"] in last
-        or tensorboard.is_tensorboard(o)
-    ]
+    """What stands for all of ``job``'s objects (:func:`.render.representatives`), and each of
+    its Pods as a PodTemplate."""
+    out = render.representatives(job, fw)
     return out + [_as_template(o) for o in out if o["kind"] == "Pod"]
 
 

@@ -312,10 +312,10 @@ class LifecycleMachine(RuleBasedStateMachine):
             )
         if permanent:
             assert new in FINAL, f"a permanent exit code left the job {new}"
-        refused = [r for r in inp.refusals if r.generation == inp.generation]
+        refused = [r for r in inp.refusals if r.observed_generation == inp.generation]
         failed = next((c for c in after.conditions if c.type == C.FAILED and c.is_true()), None)
         if failed is not None and failed.reason == "CreateRefused" and old not in FINAL:
-            kind = refusal.classify(refused[0].status, refused[0].message)
+            kind = refusal.classify(refused[0].code, refused[0].message)
             assert kind.permanent, "a job failed on a refusal that would have cleared by itself"
             since = next(c for c in after.conditions if c.type == C.REPLICA_FAILURE).last_transition_time
             grace = w.job.spec.failure_policy.refusal_grace_seconds
@@ -340,7 +340,7 @@ class LifecycleMachine(RuleBasedStateMachine):
             )
             assert after.restarts == before.restarts, "a job never placed spent a budget"
         if refused and decision.create and conditions.is_true(before.conditions, C.REPLICA_FAILURE):
-            last = max(r.at for r in refused)
+            last = max(r.time for r in refused)
             assert (inp.now - last).total_seconds() >= refusal.MIN_BACKOFF, (
                 "refused creates tried in a hot loop"
             )

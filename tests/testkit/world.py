@@ -43,7 +43,7 @@ class World:
         self.deleted_job = False
         # Pods the simulated apiserver refuses to create: name -> (status, message).
         self.refusing: dict[str, tuple[int, str]] = {}
-        self.refused: tuple[lifecycle.Refused, ...] | None = None  # the operator's, at its last try
+        self.refused: tuple[v1beta1.Refusal, ...] | None = None  # the operator's, at its last try
         # Pods the scheduler (or a queue) holds back: the kubelets never see them.
         self.held: set[str] = set()
         policy = job.spec.run_policy.scheduling_policy
@@ -133,13 +133,13 @@ class World:
                 continue
             status, message = self.refusing[name]
             refused.append(
-                lifecycle.Refused(
+                v1beta1.Refusal(
                     kind="Pod",
                     name=name,
-                    status=status,
+                    code=status,
                     message=message,
-                    at=self.now,
-                    generation=self.job.metadata.generation,
+                    time=self.now,
+                    observed_generation=self.job.metadata.generation,
                 )
             )
         if decision.create:  # as the reconciler: a create pass replaces what was refused

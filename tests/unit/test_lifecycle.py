@@ -9,7 +9,7 @@ import pytest
 from testkit.builders import a_job
 from testkit.world import GRACE, World
 
-from kubetrain.api import v1beta1
+from kubetrain.api import schema, v1beta1
 from kubetrain.operator import lifecycle
 from kubetrain.operator.frameworks import pytorch, tensorflow
 from kubetrain.operator.policies import deadline
@@ -461,6 +461,22 @@ def test_a_permanent_refusal_fails_the_job_after_the_grace_period() -> None:
     assert failed.reason == "CreateRefused"
     assert failed.message == f"refused for longer than 300s: Pod pt-master-0: {INVALID[1]}"
     assert d.create == ()
+
+
+def test_an_apiservers_message_too_long_for_the_status_is_cut_not_a_stuck_job() -> None:
+    # A webhook may deny with any text; the status keeps 32,768 characters of a message.
+    huge = (422, "denied: " + "x" * 100_000)
+    w = refused_world(huge)
+    w.reconcile()
+    c = condition(w, RF)
+    assert len(c.message) == 32768
+    assert c.message.endswith(schema.CUT)
+    assert w.status.last_refusal is not None
+    assert len(w.status.last_refusal.message) == 32768
+    w.tick(lifecycle.DEFAULT_REFUSAL_GRACE_SECONDS)
+    w.reconcile()
+    assert w.state is S.FAILED
+    assert condition(w, v1beta1.ConditionType.FAILED).message.startswith("refused for longer than 300s: Pod")
 
 
 def test_the_refusal_grace_period_is_the_jobs_to_choose() -> None:
