@@ -5,8 +5,9 @@ order. Does the object decode, in either API version, with every rule of the API
 (:func:`kubetrain.api.scheme.decode`, then the hub)? Is the framework it names registered
 (:mod:`~kubetrain.operator.frameworks.registry`)? Can that framework run it as written — its
 replica types and counts, its own options (:func:`~kubetrain.operator.frameworks.framework.validate`)?
-And, asked with ``weigh=True`` where a job comes in (admission, ``render``, ``submit``), would its
-objects fit in etcd (:mod:`~kubetrain.operator.policies.footprint`)?
+And, asked with ``weigh=True`` where a job comes in (admission, ``render``, ``submit``, and the
+reconciler for a job it has not stepped yet), would its objects fit in etcd
+(:mod:`~kubetrain.operator.policies.footprint`)?
 :func:`decode` asks them and returns the hub job with its framework, or raises a
 :class:`~kubetrain.api.validation.ValidationError` holding every field error it found: the
 decoding's own, an unknown framework at ``spec.framework.name``, or each of the framework's

@@ -107,9 +107,10 @@ class TrainingJobReconciler:
         return await self._reconcile(obj)
 
     async def _reconcile(self, obj: Obj) -> rec.Result:
-        # Read the job; one that cannot be read or run is a step of its own.
+        # Read the job; one that cannot be read or run is a step of its own. A new one is also
+        # weighed: one too large to store (admission was off) fails before anything is made.
         try:
-            taken = intake.decode(obj, self.frameworks)
+            taken = intake.decode(obj, self.frameworks, weigh=not (obj.get("status") or {}).get("conditions"))
         except validation.ValidationError as e:
             return await self._act(obj, None, None, lifecycle.step(self._invalid(obj, e.errors)))
         job, fw = taken.job, taken.framework

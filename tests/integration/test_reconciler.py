@@ -146,6 +146,31 @@ def test_a_job_its_framework_cannot_run_fails_with_the_reason(
     asyncio.run(invalid(cluster, namespace))
 
 
+async def too_large(c: devcluster.Cluster, namespace: str) -> None:
+    api = await client.Client.connect(str(c.kubeconfig))
+    caches = Caches(api, namespace)
+    # Stored with no webhook to weigh it: TF_CONFIG names 3,002 tasks in each of 3,002 pods.
+    job = (
+        a_job("huge").framework("tensorflow").namespace(namespace).replicas("PS", 2).replicas("Worker", 3000)
+    )
+    await caches.submit(job.build())
+    await caches.reconciler().reconcile(reconcile.Request(namespace, "huge"))
+    stored: dict[str, Any] = await api.get(client.TRAININGJOBS, "huge", namespace)
+    (failed,) = stored["status"]["conditions"]
+    assert (failed["type"], failed["reason"]) == ("Failed", "InvalidSpec")
+    assert "over the 134,217,728 one job may store" in failed["message"]
+    assert "env TF_CONFIG is" in failed["message"]
+    assert await pod_names(api, namespace) == []
+    listed = await api.list(client.SERVICES, namespace)
+    assert listed["items"] == []
+
+
+def test_a_new_job_too_large_to_store_fails_before_anything_is_made(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    asyncio.run(too_large(cluster, namespace))
+
+
 async def managed_elsewhere(c: devcluster.Cluster, namespace: str) -> None:
     api = await client.Client.connect(str(c.kubeconfig))
     caches = Caches(api, namespace)
