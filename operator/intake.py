@@ -78,7 +78,7 @@ def decode(obj: Any, frameworks: registry.Registry | None = None, *, weigh: bool
     except registry.UnknownFrameworkError as e:
         raise Unrunnable(job, None, [validation.FieldError(path=FRAMEWORK_NAME, message=str(e))]) from None
     found = fw_contract.validate(fw, job)
-    if not found and weigh:
+    if not found and weigh and footprint.worth_weighing(job):
         found = footprint.errors(job, render.representatives(job, fw))
     if found:
         raise Unrunnable(job, fw, found)

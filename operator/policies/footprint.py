@@ -26,10 +26,20 @@ from typing import Any
 
 from kubetrain.api import naming, v1beta1, validation
 
-__all__ = ["JOB_BYTES", "OBJECT_BYTES", "errors", "size", "weight"]
+__all__ = ["JOB_BYTES", "OBJECT_BYTES", "SMALL_JOB", "errors", "size", "weight", "worth_weighing"]
 
 OBJECT_BYTES = 1 << 20
 JOB_BYTES = 128 << 20
+# Replicas up to which a job is not weighed: a pod template has at most 512 KiB and no framework
+# adds more than a few KiB per replica to an object (a TF_CONFIG entry is ~40 bytes), so such a
+# job stays far under both bounds (64 pods of 512 KiB: 33 MB). It spares the reconciler a render
+# of each new small job.
+SMALL_JOB = 64
+
+
+def worth_weighing(job: v1beta1.TrainingJob) -> bool:
+    """Whether ``job`` is large enough that it might not fit."""
+    return sum(s.replicas for s in job.spec.replica_specs.values()) > SMALL_JOB
 
 
 def size(obj: Mapping[str, Any]) -> int:

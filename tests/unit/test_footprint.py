@@ -62,3 +62,24 @@ def test_the_representatives_are_the_last_pod_and_service_of_each_type() -> None
     pods = sorted(o["metadata"]["name"] for o in objects if o["kind"] == "Pod")
     services = sorted(o["metadata"]["name"] for o in objects if o["kind"] == "Service")
     assert pods == services == ["big-ps-1", "big-worker-4"]
+
+
+def test_only_jobs_that_might_not_fit_are_weighed() -> None:
+    def job(workers: int) -> v1beta1.TrainingJob:
+        return a_job("j").framework("pytorch").replicas("Master", 1).replicas("Worker", workers).build()
+
+    assert not footprint.worth_weighing(job(footprint.SMALL_JOB - 1))
+    assert footprint.worth_weighing(job(footprint.SMALL_JOB))
+    # The largest job not weighed, every template as large as the API allows, is far from both bounds.
+    env = [{"name": f"BLOB_{i}", "value": "x" * 60_000} for i in range(8)]
+    fat = template(container("tensorflow", env=env))
+    big = (
+        a_job("fat")
+        .framework("tensorflow")
+        .replicas("PS", 1)
+        .replicas("Worker", footprint.SMALL_JOB - 1, tmpl=fat)
+    )
+    built = big.build()
+    representatives = render.representatives(built, registry.default().get("tensorflow"))
+    assert footprint.weight(built, representatives) < footprint.JOB_BYTES / 2
+    assert max(footprint.size(o) for o in representatives) < footprint.OBJECT_BYTES / 1.5
