@@ -1,7 +1,7 @@
 """The agent and the barrier: what a pod carries to be restarted in place.
 
 A job with ``failurePolicy.restartMethod: InPlace`` gets, in each pod, two small containers
-that run the main container's image (they need only a POSIX shell, ``cat`` and ``sleep``):
+that run the main container's image (they need only a POSIX shell and ``sleep``):
 
 - the **agent**, a sidecar (an init container with ``restartPolicy: Always``), reads the pod's
   attempt label from a downwardAPI volume five times a second and exits
