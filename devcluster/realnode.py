@@ -52,7 +52,7 @@ class RealNode:
 
     @property
     def socket(self) -> pathlib.Path:
-        return self.dir / "containerd" / "containerd.sock"
+        return _socket(self.dir)
 
 
 def node_name(index: int) -> str:
@@ -78,7 +78,7 @@ def start(
         seeder = _start_containerd(cp, net, d, "seed", timeout)
         try:
             for archive in archives:
-                images.load(cp.bins["ctr"], str(d / "containerd" / "containerd.sock"), archive)
+                images.load(cp.bins["ctr"], str(_socket(d)), archive)
         finally:
             seeder.stop()
             cp.processes.remove(seeder)
@@ -144,9 +144,13 @@ def _start_containerd(
     )
     containerd.start()
     cp.processes.append(containerd)
-    socket = d / "containerd" / "containerd.sock"
-    process.wait_until(f"containerd-{suffix}", socket.exists, timeout=timeout, watch=[containerd])
+    process.wait_until(f"containerd-{suffix}", _socket(d).exists, timeout=timeout, watch=[containerd])
     return containerd
+
+
+def _socket(d: pathlib.Path) -> pathlib.Path:
+    """The socket of the containerd whose directory is ``d``."""
+    return d / "containerd" / "containerd.sock"
 
 
 def _containerd_config(cp: controlplane.ControlPlane, d: pathlib.Path) -> str:
@@ -158,7 +162,7 @@ state = '{c / "state"}'
 disabled_plugins = ['io.containerd.nri.v1.nri']
 
 [grpc]
-  address = '{c / "containerd.sock"}'
+  address = '{_socket(d)}'
 
 [plugins.'io.containerd.cri.v1.images']
   snapshotter = 'overlayfs'

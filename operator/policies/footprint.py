@@ -24,6 +24,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import attrs
+
 from kubetrain.api import naming, v1beta1, validation
 
 __all__ = ["JOB_BYTES", "OBJECT_BYTES", "SMALL_JOB", "errors", "size", "weight", "worth_weighing"]
@@ -49,34 +51,32 @@ def size(obj: Mapping[str, Any]) -> int:
 
 def weight(job: v1beta1.TrainingJob, representatives: Iterable[Mapping[str, Any]]) -> int:
     """Bytes of all of ``job``'s objects, from its representatives."""
-    return sum(size(obj) * _count(job, obj) for obj in representatives)
+    return sum(w.total for w in _weighed(job, representatives))
 
 
 def errors(
     job: v1beta1.TrainingJob, representatives: Iterable[Mapping[str, Any]]
 ) -> list[validation.FieldError]:
     """Why ``job``, whose representatives are given, is too large to be stored; [] if it is not."""
-    objects = list(representatives)
+    weighed = _weighed(job, representatives)
     out = [
         validation.FieldError(
-            path=("spec", "replicaSpecs", key) if key is not None else ("spec",),
-            message=f"its {obj['kind']} {obj['metadata'].get('name')} would be {n:,} bytes, over the "
-            f"{OBJECT_BYTES:,} one object may have (etcd refuses larger ones){_heaviest(obj)}: "
+            path=("spec", "replicaSpecs", w.key) if w.key is not None else ("spec",),
+            message=f"its {w.obj['kind']} {w.obj['metadata'].get('name')} would be {w.size:,} bytes, over the "
+            f"{OBJECT_BYTES:,} one object may have (etcd refuses larger ones){_heaviest(w)}: "
             "use fewer replicas",
         )
-        for obj in objects
-        if (n := size(obj)) > OBJECT_BYTES
-        for key in [_replica_type(job, obj)]
+        for w in weighed
+        if w.size > OBJECT_BYTES
     ]
-    total = weight(job, objects)
+    total = sum(w.total for w in weighed)
     if out or total <= JOB_BYTES:
         return out
-    pods = [o for o in objects if o["kind"] == "Pod"]
+    pods = [w for w in weighed if w.obj["kind"] == "Pod"]
     detail = ""
     if pods:
-        pod = max(pods, key=lambda o: size(o) * _count(job, o))
-        key, n = _replica_type(job, pod), size(pod)
-        detail = f"; its {_count(job, pod):,} {key} pods {n:,} bytes each{_heaviest(pod)}"
+        pod = max(pods, key=lambda w: w.total)
+        detail = f"; its {pod.count:,} {pod.key} pods {pod.size:,} bytes each{_heaviest(pod)}"
     return [
         validation.FieldError(
             path=("spec", "replicaSpecs"),
@@ -86,29 +86,49 @@ def errors(
     ]
 
 
+@attrs.frozen
+class _Weighed:
+    """A representative, its size, its replica type (if any) and how many objects it stands for."""
+
+    obj: Mapping[str, Any]
+    size: int
+    key: str | None
+    count: int
+
+    @property
+    def total(self) -> int:
+        return self.size * self.count
+
+
+def _weighed(job: v1beta1.TrainingJob, representatives: Iterable[Mapping[str, Any]]) -> list[_Weighed]:
+    """Each representative sized once: one per replica of its type for a Pod or a Service."""
+    out = []
+    for obj in representatives:
+        key = _replica_type(job, obj)
+        count = (
+            job.spec.replica_specs[key].replicas
+            if key is not None and obj.get("kind") in ("Pod", "Service")
+            else 1
+        )
+        out.append(_Weighed(obj=obj, size=size(obj), key=key, count=count))
+    return out
+
+
 def _replica_type(job: v1beta1.TrainingJob, obj: Mapping[str, Any]) -> str | None:
     """The replica type (as the spec spells it) ``obj`` is one of, if any."""
     label = (obj.get("metadata", {}).get("labels") or {}).get(naming.REPLICA_TYPE)
     return next((k for k in job.spec.replica_specs if k.lower() == label), None)
 
 
-def _count(job: v1beta1.TrainingJob, obj: Mapping[str, Any]) -> int:
-    """How many objects ``obj`` stands for: one per replica of its type for a Pod or a Service."""
-    key = _replica_type(job, obj)
-    if key is None or obj.get("kind") not in ("Pod", "Service"):
-        return 1
-    return job.spec.replica_specs[key].replicas
-
-
-def _heaviest(pod: Mapping[str, Any]) -> str:
+def _heaviest(pod: _Weighed) -> str:
     """``, of which env X is N bytes`` when one env variable is most of ``pod``."""
     env = [
         (len(str(e.get("value", ""))), e["name"])
-        for c in (pod.get("spec") or {}).get("containers") or ()
+        for c in (pod.obj.get("spec") or {}).get("containers") or ()
         for e in c.get("env") or ()
         if "name" in e
     ]
     if not env:
         return ""
     n, name = max(env)
-    return f", of which env {name} is {n:,} bytes" if n * 2 > size(pod) else ""
+    return f", of which env {name} is {n:,} bytes" if n * 2 > pod.size else ""
