@@ -19,6 +19,7 @@ __all__ = [
     "ATTEMPT",
     "BARRIER",
     "GANG",
+    "HUNG_EXIT_CODE",
     "IN_PLACE_FEATURE",
     "JOB_NAME",
     "JOB_ROLE",
@@ -26,6 +27,10 @@ __all__ = [
     "KUEUE_RETRIABLE",
     "LAST_RESTART_REASON",
     "OPENED",
+    "PROGRESS_DIR",
+    "PROGRESS_FILE",
+    "PROGRESS_FILE_ENV",
+    "PROGRESS_VOLUME",
     "REPLICA_INDEX",
     "REPLICA_TYPE",
     "RESTARTS",
@@ -68,6 +73,14 @@ LAST_RESTART_REASON = PREFIX + "last-restart-reason"
 AGENT = "kubetrain-agent"
 BARRIER = "kubetrain-barrier"
 AGENT_EXIT_CODE = 86
+# With spec.progress, a process reports its step in the file PROGRESS_FILE_ENV names, in an emptyDir
+# every container of the pod mounts at PROGRESS_DIR; the agent exits HUNG_EXIT_CODE when a rank's
+# step stopped moving for the job's deadline (it runs on: the pod's own containers are untouched).
+PROGRESS_FILE_ENV = "KUBETRAIN_PROGRESS_FILE"
+PROGRESS_VOLUME = "kubetrain-progress"
+PROGRESS_DIR = "/var/run/kubetrain-progress"
+PROGRESS_FILE = PROGRESS_DIR + "/progress"
+HUNG_EXIT_CODE = 87
 # What a node declares (status.declaredFeatures) when its kubelet can restart a pod in place;
 # the scheduler places a pod with a RestartAllContainers rule only on such a node.
 IN_PLACE_FEATURE = "RestartAllContainersOnContainerExits"

@@ -71,6 +71,11 @@ class Pod:
     opened: int | None = None
     # Some container of its own (not an init container or sidecar) runs now.
     running: bool = False
+    # With kubetrain's agent: when the last of its own running containers started (none runs: None).
+    started_at: datetime.datetime | None = None
+    # When its agent last exited because the step stopped moving (spec.progress.deadlineSeconds),
+    # unless the pod restarted in place since.
+    hung_at: datetime.datetime | None = None
 
     @property
     def crashes(self) -> int:
@@ -166,6 +171,18 @@ class Pod:
                 if c.get("name") not in _OWN
             ),
             running=any("running" in (c.get("state") or {}) for c in status.get("containerStatuses", [])),
+            started_at=None
+            if not any(c.get("name") == naming.AGENT for c in status.get("initContainerStatuses", []))
+            else max(
+                (
+                    t
+                    for c in status.get("containerStatuses", [])
+                    if c.get("name") not in _OWN
+                    and (t := _loose_time(((c.get("state") or {}).get("running") or {}).get("startedAt")))
+                ),
+                default=None,
+            ),
+            hung_at=_hung_at(status.get("initContainerStatuses", [])),
         )
 
 
@@ -198,6 +215,17 @@ def _restarts(
             ):
                 pending += 1  # stopped, and not yet waiting out the back-off
     return restarts, pending
+
+
+def _hung_at(init: list[Mapping[str, Any]]) -> datetime.datetime | None:
+    """When the agent last exited for a hang: its current or, running again, its last end."""
+    for c in init:
+        if c.get("name") != naming.AGENT:
+            continue
+        end = (c.get("state") or {}).get("terminated") or (c.get("lastState") or {}).get("terminated") or {}
+        if end.get("exitCode") == naming.HUNG_EXIT_CODE:
+            return _loose_time(end.get("finishedAt")) or _loose_time(end.get("startedAt"))
+    return None
 
 
 def avoided_nodes(pod_spec: Mapping[str, Any]) -> frozenset[str]:
@@ -246,3 +274,11 @@ def _int(value: str | None) -> int:
 
 def _time(value: str | None) -> datetime.datetime | None:
     return wire.parse_time(value) if value else None
+
+
+def _loose_time(value: str | None) -> datetime.datetime | None:
+    """A container state's time, or None where a kubelet (or a fake one) wrote none that reads."""
+    try:
+        return _time(value)
+    except ValueError:
+        return None

@@ -26,7 +26,16 @@ from kubetrain.api import meta, v1beta1
 from kubetrain.cli import cluster, output
 from kubetrain.operator.policies import budget
 
-__all__ = ["HISTORY", "RECENT_EVENTS", "arguments", "deciding", "hint", "tensorboard_section", "text"]
+__all__ = [
+    "HISTORY",
+    "RECENT_EVENTS",
+    "arguments",
+    "deciding",
+    "hint",
+    "progress_section",
+    "tensorboard_section",
+    "text",
+]
 
 # Enough to see a pattern; the rest is in `-o yaml` (status.failures) and kubectl get events.
 HISTORY = 10
@@ -81,6 +90,7 @@ def text(
     """The whole description; ``namespace_flag``: the ``-n`` the user gave, repeated in ``next:``."""
     sections = [
         _summary(job, now),
+        progress_section(job, now),
         _conditions(job, now),
         _replicas(job),
         _pods(pods),
@@ -266,6 +276,33 @@ def _scheduling(job: v1beta1.TrainingJob, now: datetime.datetime) -> str:
             ),
         ]
     return "Scheduling:\n" + "".join(f"  {line}" for line in _fields(pairs).splitlines(keepends=True))
+
+
+def progress_section(job: v1beta1.TrainingJob, now: datetime.datetime) -> str:
+    """How far the job got (spec.progress): the step, its metrics, its rate and the time left."""
+    p = job.status.progress
+    if p is None:
+        if job.spec.progress is None:
+            return ""
+        return _fields([("Progress", "none reported yet")], LABEL_WIDTH)
+    step = f"step {p.step:,}" + (
+        f" of {p.total_steps:,} ({100 * p.step // p.total_steps}%)" if p.total_steps else ""
+    )
+    metrics = " ".join(f"{k}={v}" for k, v in sorted(p.metrics.items()))
+    rate = f"{p.steps_per_second} steps/s" if p.steps_per_second else None
+    left = None
+    eta = p.estimated_completion_time
+    if eta is not None and not job.status.completion_time:
+        left = f"{output.age(now, eta) if eta > now else 'due now'} (at {output.timestamp(eta)})"
+    deadline = job.spec.progress.deadline_seconds if job.spec.progress else None
+    pairs: list[tuple[str, object]] = [
+        ("Progress", f"{step}{'  ' + metrics if metrics else ''}  (from {p.pod})"),
+        ("Moved", _when(p.last_moved_time, now)),
+        ("Rate", rate),
+        ("Time left", left),
+        ("Hang after", f"{deadline}s without a step on any rank" if deadline else None),
+    ]
+    return _fields(pairs, LABEL_WIDTH)
 
 
 def tensorboard_section(job: v1beta1.TrainingJob) -> str:

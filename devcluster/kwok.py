@@ -13,6 +13,9 @@ kwok plays the kubelet for nodes annotated ``kwok.x-k8s.io/node: fake``. Its sta
   it once its containers are stopped, and removed — unless the taint manager deleted it (its
   node is lost); a finalizer (Kueue's) keeps it, ended, until its holder lets it go.
 
+kwok serves ``pods/log`` as a kubelet does: every pod's ``kubetrain-agent`` container logs what
+:func:`write_agent_log` last wrote (progress lines, for jobs with ``spec.progress``).
+
 :func:`finish_pod` sets those annotations; :func:`evict_pod` goes through the Eviction
 API (the pod gets ``DisruptionTarget``); :func:`lose_node` taints a node ``NoExecute``,
 so the taint-eviction controller marks its pods ``DisruptionTarget`` and deletes them,
@@ -21,14 +24,27 @@ and they stay Terminating as on a real lost node.
 
 from __future__ import annotations
 
+import datetime
 import json
+import pathlib
 from typing import Any
 
 from kubetrain.api import naming
 from kubetrain.devcluster import process
 from kubetrain.devcluster.controlplane import ControlPlane
 
-__all__ = ["EXIT_CODE", "REASON", "STAGES", "evict_pod", "finish_pod", "lose_node", "restore_node", "start"]
+__all__ = [
+    "EXIT_CODE",
+    "REASON",
+    "STAGES",
+    "agent_log",
+    "evict_pod",
+    "finish_pod",
+    "lose_node",
+    "restore_node",
+    "start",
+    "write_agent_log",
+]
 
 MANAGED = "kwok.x-k8s.io/node"
 EXIT_CODE = "kwok.kubetrain.dev/exit-code"
@@ -58,6 +74,7 @@ spec:
       allocatable: {json.dumps(NODE_CAPACITY)}
       capacity: {json.dumps(NODE_CAPACITY)}
       declaredFeatures: [{naming.IN_PLACE_FEATURE}]
+      daemonEndpoints: {{kubeletEndpoint: {{Port: {{{{ NodePort }}}}}}}}
       nodeInfo: {{architecture: amd64, operatingSystem: linux, kubeletVersion: kwok, containerRuntimeVersion: kwok,
                  kernelVersion: kwok, osImage: kwok, machineID: "", bootID: "", systemUUID: "", kubeProxyVersion: ""}}
       phase: Running
@@ -174,7 +191,8 @@ spec:
 def start(c: ControlPlane, timeout: float, *, nodes: int, lease_seconds: int = 0) -> None:
     """kwok with ``nodes`` fake nodes; with ``lease_seconds``, it renews their Leases (heartbeats)."""
     stages = c.workdir / "kwok-stages.yaml"
-    stages.write_text(STAGES)
+    stages.write_text(STAGES + _logs(agent_log(c)))
+    port = process.free_port()
     kwok = process.Process(
         "kwok",
         [
@@ -185,7 +203,9 @@ def start(c: ControlPlane, timeout: float, *, nodes: int, lease_seconds: int = 0
             f"--manage-nodes-with-annotation-selector={MANAGED}=fake",
             "--cidr=10.244.0.0/16",
             "--node-ip=127.0.0.1",
-            f"--server-address=127.0.0.1:{process.free_port()}",
+            # Its kubelet API (logs) on this port, which its nodes name as their kubelet's.
+            f"--server-address=127.0.0.1:{port}",
+            f"--node-port={port}",
             *([f"--node-lease-duration-seconds={lease_seconds}"] if lease_seconds else []),
         ],
         c.workdir / "logs" / "kwok.log",
@@ -206,6 +226,33 @@ def start(c: ControlPlane, timeout: float, *, nodes: int, lease_seconds: int = 0
         watch=[kwok],
         interval=0.3,
     )
+
+
+def _logs(path: pathlib.Path) -> str:
+    return f"""---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata: {{name: kubetrain-agent}}
+spec:
+  logs:
+  - containers: [{naming.AGENT}]
+    logsFile: {json.dumps(str(path))}
+"""
+
+
+def agent_log(c: ControlPlane) -> pathlib.Path:
+    """The log every kwok pod's kubetrain agent has (`pods/log`, as the apiserver reads it from
+    kwok as from a kubelet): one file for all, see :func:`write_agent_log`."""
+    return c.workdir / "kwok-agent.log"
+
+
+def write_agent_log(c: ControlPlane, lines: list[str]) -> None:
+    """Make ``lines`` every kwok agent's log, as the kubelet writes a container's (CRI format),
+    in place at once (a reader sees the old log or the new one)."""
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    tmp = agent_log(c).with_suffix(".tmp")
+    tmp.write_text("".join(f"{now} stdout F {line}\n" for line in lines))
+    tmp.replace(agent_log(c))
 
 
 def add_node(

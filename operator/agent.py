@@ -1,15 +1,32 @@
-"""The agent and the barrier: what a pod carries to be restarted in place.
+"""The agent and the barrier: what a pod carries to be restarted in place, and to report progress.
 
-A job with ``failurePolicy.restartMethod: InPlace`` gets, in each pod, two small containers
-that run the main container's image (they need only a POSIX shell and ``sleep``):
+A job with ``failurePolicy.restartMethod: InPlace`` or with ``spec.progress`` gets, in each pod,
+small containers that run the main container's image (they need only a POSIX shell and
+``sleep``):
 
-- the **agent**, a sidecar (an init container with ``restartPolicy: Always``), reads the pod's
-  attempt label from a downwardAPI volume five times a second and exits
-  :data:`~kubetrain.api.naming.AGENT_EXIT_CODE` when the operator has moved the pod to another
-  attempt. Its restart rule turns that exit into ``RestartAllContainers``: the kubelet stops
-  every container of the pod at once and starts them again in order, on the same node, in the
-  same sandbox (IP, volumes and devices kept). It exits 0 when it is stopped.
-- the **barrier**, the first regular init container, waits until the pod's
+- the **agent**, a sidecar (an init container with ``restartPolicy: Always``), loops five times
+  a second. It does one or both of:
+
+  - *restarts in place* (``InPlace``): it reads the pod's attempt label from a downwardAPI
+    volume and exits :data:`~kubetrain.api.naming.AGENT_EXIT_CODE` when the operator has moved
+    the pod to another attempt. Its restart rule turns that exit into ``RestartAllContainers``:
+    the kubelet stops every container of the pod at once and starts them again in order, on the
+    same node, in the same sandbox (IP, volumes and devices kept).
+  - *progress* (``spec.progress``): it reads the line the training process writes to
+    :data:`~kubetrain.api.naming.PROGRESS_FILE` (an emptyDir every container of the pod mounts)
+    and prints it, ``progress step=...``, when it changed, at most every
+    :data:`PRINT_SECONDS` (and once more when it is stopped): the operator reads the agent's
+    log tail, never the program's. It removes the file when it starts: only lines written since
+    count (not the attempt's before, after a restart in place). With ``deadlineSeconds``, once
+    the process has reported and ``startupGraceSeconds`` after that first report, a line
+    unchanged for the deadline makes the agent exit :data:`~kubetrain.api.naming.HUNG_EXIT_CODE`:
+    the kubelet starts the agent again (nothing else of the pod), and the operator, which sees
+    the exit in the pod's status, decides (:mod:`.policies.classify`). An agent that restarts in
+    place too first leaves the attempt it ran in to its next start, which then still knows that
+    the pod runs that attempt.
+
+  It counts seconds from ``/proc/uptime`` and exits 0 when it is stopped.
+- the **barrier** (``InPlace`` only), the first regular init container, waits until the pod's
   :data:`~kubetrain.api.naming.OPENED` annotation names the attempt of its label, so that no
   container of the new attempt starts before the operator has seen every pod of the old one
   stop (:mod:`.policies.inplace`).
@@ -25,35 +42,85 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kubetrain.api import naming
+from kubetrain.api import naming, v1beta1
 
-__all__ = ["MOUNT", "VOLUME", "add"]
+__all__ = ["MOUNT", "PRINT_SECONDS", "VOLUME", "add"]
 
 Object = dict[str, Any]
 
 VOLUME = "kubetrain-attempt"
 MOUNT = "/etc/kubetrain/attempt"
 _RESOURCES = {"cpu": "50m", "memory": "32Mi"}
-# How often the agent and the barrier read the pod's labels and annotations (shell builtins: each
-# look costs one `sleep`).
+# How often the agent and the barrier read the pod's labels, annotations and progress (shell
+# builtins: each look costs one `sleep`).
 POLL_SECONDS = 0.2
+# How often at most the agent prints a changed progress line.
+PRINT_SECONDS = 5
+# Where an agent that exits for a hang leaves the attempt its pod runs, for its next start.
+_HUNG_MARK = f"{naming.PROGRESS_DIR}/.hung-attempt"
 
-# The attempt it started in is its own; any other in the label is the operator's move.
-_AGENT = f"""\
-f={MOUNT}/attempt
-read -r mine < "$f"
-trap 'exit 0' TERM INT
-echo "kubetrain agent: attempt $mine"
-while :; do
-  now=$mine
-  {{ read -r now < "$f"; }} 2>/dev/null
-  if [ -n "$now" ] && [ "$now" != "$mine" ]; then
-    echo "kubetrain agent: attempt $now begins: restarting the pod in place"
-    exit {naming.AGENT_EXIT_CODE}
-  fi
-  sleep {POLL_SECONDS} & wait $!
-done
-"""
+_CLOCK = "read -r up _ < /proc/uptime; now=${up%.*}"
+
+
+def _agent_script(in_place: bool, progress: v1beta1.ProgressSpec | None) -> str:
+    """The agent's shell script: a loop of the parts the pod asks for."""
+    setup, loop, stop = [], [], ["exit 0"]
+    if in_place:
+        setup += [f"f={MOUNT}/attempt", 'read -r mine < "$f"']
+        if progress is not None:
+            setup += [f"[ -r {_HUNG_MARK} ] && {{ read -r mine < {_HUNG_MARK}; rm -f {_HUNG_MARK}; }}"]
+        setup += ['echo "kubetrain agent: attempt $mine"']
+        loop += [
+            "now_attempt=$mine",
+            '{ read -r now_attempt < "$f"; } 2>/dev/null',
+            'if [ -n "$now_attempt" ] && [ "$now_attempt" != "$mine" ]; then',
+            '  echo "kubetrain agent: attempt $now_attempt begins: restarting the pod in place"',
+            f"  exit {naming.AGENT_EXIT_CODE}",
+            "fi",
+        ]
+    if progress is not None:
+        # A line left by the attempt before (the pod restarted in place), or by the process this
+        # agent found hung, is not this one's: only a line written after the agent started counts.
+        setup += [
+            f"p={naming.PROGRESS_FILE}",
+            'rm -f "$p"',
+            "last=; said=; seen=; said_at=0",
+            _CLOCK,
+            "moved=$now",
+        ]
+        say = '[ -n "$last" ] && [ "$last" != "$said" ] && echo "progress $last"'
+        stop = [say, *stop]
+        loop += [
+            'line=; { read -r line < "$p"; } 2>/dev/null',
+            _CLOCK,
+            'if [ "$line" != "$last" ]; then last=$line; moved=$now; [ -z "$seen" ] && [ -n "$line" ] && seen=$now; fi',
+            f'if [ -n "$last" ] && [ "$last" != "$said" ] && [ $((now - said_at)) -ge {PRINT_SECONDS} ]; then',
+            '  echo "progress $last"; said=$last; said_at=$now',
+            "fi",
+        ]
+        if progress.deadline_seconds is not None:
+            deadline, grace = progress.deadline_seconds, progress.startup_grace
+            loop += [
+                f'if [ -n "$seen" ] && [ $((now - seen)) -ge {grace} ] && [ $((now - moved)) -ge {deadline} ]; then',
+                f"  {say}",
+                '  echo "kubetrain agent: the step has not moved for $((now - moved))s: hung"',
+                *([f'  echo "$mine" > {_HUNG_MARK}'] if in_place else []),
+                f"  exit {naming.HUNG_EXIT_CODE}",
+                "fi",
+            ]
+    return "\n".join(
+        [
+            *setup,
+            f"trap '{'; '.join(stop)}' TERM INT",
+            "while :; do",
+            *(f"  {line}" for line in loop),
+            f"  sleep {POLL_SECONDS} & wait $!",
+            "done",
+            "",
+        ]
+    )
+
+
 _BARRIER = f"""\
 d={MOUNT}
 while :; do
@@ -66,40 +133,60 @@ echo "kubetrain barrier: attempt $attempt starts"
 """
 
 
-def add(spec: Object, main: Object) -> None:
-    """Give the pod ``spec``, whose main container is ``main``, its agent and barrier."""
-    spec.setdefault("volumes", []).append(
-        {
-            "name": VOLUME,
-            "downwardAPI": {
-                "items": [
-                    {"path": "attempt", "fieldRef": {"fieldPath": f"metadata.labels['{naming.ATTEMPT}']"}},
-                    {"path": "opened", "fieldRef": {"fieldPath": f"metadata.annotations['{naming.OPENED}']"}},
-                ]
-            },
-        }
-    )
-    agent = _container(naming.AGENT, _AGENT, main)
+def add(spec: Object, main: Object, *, in_place: bool, progress: v1beta1.ProgressSpec | None) -> None:
+    """Give the pod ``spec``, whose main container is ``main``, its agent (and, ``in_place``, its
+    barrier); with ``progress``, the progress file in every one of its regular containers."""
+    if not in_place and progress is None:
+        return
+    attempt = [{"name": VOLUME, "mountPath": MOUNT, "readOnly": True}] if in_place else []
+    agent = _container(naming.AGENT, _agent_script(in_place, progress), main, attempt)
     agent["restartPolicy"] = "Always"
-    agent["restartPolicyRules"] = [
-        {
-            "action": "RestartAllContainers",
-            "exitCodes": {"operator": "In", "values": [naming.AGENT_EXIT_CODE]},
-        }
-    ]
-    spec["initContainers"] = [
-        agent,
-        _container(naming.BARRIER, _BARRIER, main),
-        *spec.get("initContainers", []),
-    ]
+    own = [agent]
+    if in_place:
+        spec.setdefault("volumes", []).append(
+            {
+                "name": VOLUME,
+                "downwardAPI": {
+                    "items": [
+                        {
+                            "path": "attempt",
+                            "fieldRef": {"fieldPath": f"metadata.labels['{naming.ATTEMPT}']"},
+                        },
+                        {
+                            "path": "opened",
+                            "fieldRef": {"fieldPath": f"metadata.annotations['{naming.OPENED}']"},
+                        },
+                    ]
+                },
+            }
+        )
+        agent["restartPolicyRules"] = [
+            {
+                "action": "RestartAllContainers",
+                "exitCodes": {"operator": "In", "values": [naming.AGENT_EXIT_CODE]},
+            }
+        ]
+        own.append(_container(naming.BARRIER, _BARRIER, main, attempt))
+    if progress is not None:
+        spec.setdefault("volumes", []).append({"name": naming.PROGRESS_VOLUME, "emptyDir": {}})
+        mount = {"name": naming.PROGRESS_VOLUME, "mountPath": naming.PROGRESS_DIR}
+        for c in (agent, *spec.get("containers", [])):
+            c.setdefault("volumeMounts", []).append(dict(mount))
+            if c is not agent and not any(
+                e.get("name") == naming.PROGRESS_FILE_ENV for e in c.get("env", [])
+            ):
+                c.setdefault("env", []).append(
+                    {"name": naming.PROGRESS_FILE_ENV, "value": naming.PROGRESS_FILE}
+                )
+    spec["initContainers"] = [*own, *spec.get("initContainers", [])]
 
 
-def _container(name: str, script: str, main: Object) -> Object:
+def _container(name: str, script: str, main: Object, mounts: list[Object]) -> Object:
     out: Object = {
         "name": name,
         "image": main.get("image"),
         "command": ["sh", "-c", script],
-        "volumeMounts": [{"name": VOLUME, "mountPath": MOUNT, "readOnly": True}],
+        **({"volumeMounts": copy.deepcopy(mounts)} if mounts else {}),
         "resources": {"requests": dict(_RESOURCES), "limits": dict(_RESOURCES)},
     }
     for key in ("imagePullPolicy", "securityContext"):

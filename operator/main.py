@@ -19,10 +19,17 @@ import warnings
 from collections.abc import Sequence
 
 from kubetrain.api import naming, validation
-from kubetrain.operator import accelerators, projection, scheduling, trainingjob_controller, webhooks
-from kubetrain.operator.policies import avoid
+from kubetrain.operator import (
+    accelerators,
+    progress_reader,
+    projection,
+    scheduling,
+    trainingjob_controller,
+    webhooks,
+)
+from kubetrain.operator.policies import avoid, progress
 from kubetrain.operator.resources import Resource
-from kubetrain.operator.runtime import cache, client, controller, logs, manager, tracing
+from kubetrain.operator.runtime import cache, client, controller, logs, manager, reconcile, tracing, workqueue
 
 __all__ = ["main", "parser"]
 
@@ -96,9 +103,23 @@ def parser() -> argparse.ArgumentParser:
         help="taint keys that keep new pods off a node even when they tolerate them (comma-separated; "
         f"'' for none; default: {','.join(avoid.DEFAULT_TAINTS)})",
     )
+    p.add_argument(
+        "--progress-interval",
+        type=_seconds,
+        default=progress.DEFAULT_INTERVAL_SECONDS,
+        help="seconds between two reads of a running job's progress (spec.progress), and so at most "
+        f"one status write per job per this long for progress (default {progress.DEFAULT_INTERVAL_SECONDS:g})",
+    )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.add_argument("--log-format", default="json", choices=["json", "text"])
     return p
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+    return value
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -137,6 +158,8 @@ def build(
     # Pods that vanish between two reconciles are still counted, through their tombstones.
     tombstones = cache.Tombstones(cache.by_owner())
     children[client.PODS].add_handler(tombstones.handler)
+    # The first ranks' progress (spec.progress), read beside the reconcile workers.
+    reader = progress_reader.Reader(api, interval=args.progress_interval)
     reconciler = trainingjob_controller.TrainingJobReconciler(
         api,
         jobs=jobs,
@@ -150,6 +173,7 @@ def build(
         tombstones=tombstones,
         accelerator_config=accelerator_config,
         scheduler=scheduler,
+        reader=reader,
     )
     if mgr.webhooks is not None:
         webhooks.register(mgr.webhooks, api, accelerator_config)
@@ -159,9 +183,13 @@ def build(
         controller.OwnedKind(i, "TrainingJob", events=None if r is client.PODS else {"DELETED"})
         for r, i in children.items()
     ]
-    mgr.add(
-        controller.Controller("trainingjob", reconciler, jobs, owned, workers=args.max_concurrent_reconciles)
+    trainingjobs = controller.Controller(
+        "trainingjob", reconciler, jobs, owned, workers=args.max_concurrent_reconciles
     )
+    # A new reading asks for the job's pass behind every change of state and every new job.
+    reader.listen(lambda ns, name: trainingjobs.queue.add(reconcile.Request(ns, name), workqueue.LOW))
+    mgr.add(trainingjobs)
+    mgr.add(reader)
     return mgr
 
 

@@ -10,7 +10,8 @@ controller-runtime's cache transforms, written per kind:
 - **Pods** keep what :meth:`kubetrain.api.observed.Pod.of` reads (name, uid, the
   replica labels, creation and deletion times, ``spec.nodeName`` and ``restartPolicy``, phase and reason, each
   container's name, restart count and the exit code, reason and waiting reason of its
-  ``state``/``lastState`` and whether it runs, the condition types and statuses with the reason of a
+  ``state``/``lastState`` and whether it runs (in a pod with kubetrain's agent, since when, and
+  when its agent exited for a hang), the condition types and statuses with the reason of a
   disruption and the reason, message and time of ``PodScheduled: False``), what the
   reconciler's Kueue path reads (every label, the ``retriable-in-group`` annotation), the attempt
   an in-place restart's barrier is open for (``opened-attempt``) and
@@ -192,41 +193,50 @@ def _pod_status(status: Mapping[str, Any]) -> Obj:
     _copy(out, status, "phase", _text)
     if status.get("reason"):
         out["reason"] = _text(status["reason"])
-    # A malformed list is left out rather than raised: the informer must go on.
+    # A malformed list is left out rather than raised: the informer must go on. Start times are
+    # kept only in a pod with kubetrain's agent, which a hang is judged by (observed.Pod.hung_at).
+    agent = any(
+        isinstance(c, Mapping) and c.get("name") == naming.AGENT
+        for c in status.get("initContainerStatuses") or ()
+    )
     for key in ("initContainerStatuses", "containerStatuses"):
         if status.get(key):
-            out[key] = [_share(_container(c)) for c in status[key] if isinstance(c, Mapping)]
+            out[key] = [_share(_container(c, timed=agent)) for c in status[key] if isinstance(c, Mapping)]
     if status.get("conditions"):
         out["conditions"] = [_share(_condition(c)) for c in status["conditions"] if isinstance(c, Mapping)]
     return out
 
 
-def _container(c: Mapping[str, Any]) -> Obj:
+def _container(c: Mapping[str, Any], *, timed: bool) -> Obj:
     out: Obj = {}
     _copy(out, c, "name", _text)
     _copy(out, c, "restartCount")
     state = c.get("state") or {}
     kept: Obj = {}
     if state.get("terminated"):
-        kept["terminated"] = _terminated(state["terminated"])
+        kept["terminated"] = _terminated(state["terminated"], timed)
     reason = (state.get("waiting") or {}).get("reason")
     if reason:
         kept["waiting"] = {"reason": _text(reason)}
     if "running" in state:
-        kept["running"] = {}
+        started = (state.get("running") or {}).get("startedAt") if timed else None
+        kept["running"] = {"startedAt": started} if started else {}
     if kept:
         out["state"] = _RUNNING if kept == _RUNNING else kept
     last = (c.get("lastState") or {}).get("terminated")
     if last:
-        out["lastState"] = {"terminated": _terminated(last)}
+        out["lastState"] = {"terminated": _terminated(last, timed)}
     return out
 
 
-def _terminated(t: Mapping[str, Any]) -> Obj:
+def _terminated(t: Mapping[str, Any], timed: bool) -> Obj:
     # Never empty: an empty dict would read as "not terminated".
     out: Obj = {"exitCode": t.get("exitCode", 0)}
     if t.get("reason"):
         out["reason"] = _text(t["reason"])
+    if timed and out["exitCode"] == naming.HUNG_EXIT_CODE:
+        for key in ("startedAt", "finishedAt"):
+            _copy(out, t, key)
     return out
 
 

@@ -296,11 +296,15 @@ def _pod(
     annotations = {DEFAULT_CONTAINER: container["name"], **(tmeta.get("annotations") or {})}
     restart_env = _restart_env(world.job.status, attempt)
     # The restart env first: a framework's value may refer to the attempt (fw_contract.ATTEMPT).
+    progress = world.job.spec.progress
     if in_place:
         _in_place(spec, annotations, container, restart_env, closed=closed)
+        agent.add(spec, container, in_place=True, progress=progress)
         _add_env(container, fw.env(world, r))
     else:
         _add_env(container, {**restart_env, **fw.env(world, r)})
+        # The progress file, and the agent that reads it.
+        agent.add(spec, container, in_place=False, progress=progress)
     _add_port(container, fw.port_name, r.port)
     if has_files:
         spec.setdefault("volumes", []).append(
@@ -395,7 +399,6 @@ def _in_place(
         for k, path in _RESTART_ENV_FIELDS.items()
         if k not in user_set
     )
-    agent.add(spec, main)
 
 
 def _keep_off(spec: Object, nodes: Collection[str]) -> None:

@@ -31,11 +31,20 @@ from typing import Any
 import attrs
 
 from kubetrain.api import meta, naming, observed, v1beta1, validation, wire
-from kubetrain.operator import accelerators, children, conditions, intake, lifecycle, memory, render
+from kubetrain.operator import (
+    accelerators,
+    children,
+    conditions,
+    intake,
+    lifecycle,
+    memory,
+    progress_reader,
+    render,
+)
 from kubetrain.operator import nodes as nodes_
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.frameworks import registry as fw_registry
-from kubetrain.operator.policies import avoid
+from kubetrain.operator.policies import avoid, progress
 from kubetrain.operator.runtime import cache, client, events, informer, metrics
 from kubetrain.operator.runtime import reconcile as rec
 from kubetrain.operator.scheduling import backend
@@ -69,6 +78,7 @@ class TrainingJobReconciler:
         accelerator_config: accelerators.Config | None = None,
         scheduler: backend.Backend = backend.NONE,
         clock: Callable[[], datetime.datetime] = _utcnow,
+        reader: progress_reader.Reader | None = None,
     ) -> None:
         self.api = api
         self.jobs, self.pods, self.services = jobs, pods, services
@@ -78,6 +88,7 @@ class TrainingJobReconciler:
         self.recorder = recorder or events.Recorder(api, clock=clock)
         self.scheduler = scheduler
         self.clock = clock
+        self.reader = reader
         self.memory = memory.Memory()
         for kind, inf in (("Pod", pods), ("Service", services)):
             inf.add_handler(self.memory.expected[kind].handler)
@@ -101,6 +112,8 @@ class TrainingJobReconciler:
             if self.tombstones is not None:
                 self.tombstones.forget(key)
             self.memory.forget(key)
+            if self.reader is not None:
+                self.reader.forget(request.namespace, request.name)
             return rec.Result()
         if obj["metadata"].get("deletionTimestamp"):
             return rec.Result()
@@ -117,8 +130,8 @@ class TrainingJobReconciler:
         # Jobs another controller manages (a queue, a multi-cluster dispatcher) are not ours.
         if job.spec.run_policy.managed_by not in (None, MANAGER_NAME):
             return rec.Result()
-        # Decide, from the status and what the caches show now.
-        return await self._act(obj, job, fw, lifecycle.step(self._input(job, fw)))
+        # Decide, from the status, what the caches show now and the first rank's progress.
+        return await self._act(obj, job, fw, lifecycle.step(self._progress(job, self._input(job, fw))))
 
     async def _act(
         self,
@@ -223,6 +236,18 @@ class TrainingJobReconciler:
             unhealthy=self.health.unhealthy if self.health is not None else frozenset(),
             in_place=self.health is not None and self.health.in_place,
         )
+
+    def _progress(self, job: v1beta1.TrainingJob, inp: lifecycle.Input) -> lifecycle.Input:
+        """``inp`` with the first rank's progress read since the job's last pass, if any: the reader
+        is told which pod stands for the job (none, once it has finished)."""
+        if self.reader is None:
+            return inp
+        pod = progress.source(job, inp.pods, inp.defaults.progress_from)
+        if pod is None:
+            self.reader.forget(inp.namespace, inp.name)
+            return inp
+        self.reader.want(inp.namespace, inp.name, pod.name)
+        return attrs.evolve(inp, progress=self.reader.take(inp.namespace, inp.name))
 
     def _owned(self, inf: informer.Informer, key: str, job: v1beta1.TrainingJob) -> list[Obj]:
         """The objects filed under the job's name that this very job controls.

@@ -64,6 +64,7 @@ class Stash:
     success_policy: hub.SuccessPolicy | None = None
     failure_policy: hub.FailurePolicy | None = None
     network: hub.NetworkSpec | None = None
+    progress: hub.ProgressSpec | None = None
     status: hub.TrainingJobStatus | None = None
 
 
@@ -117,6 +118,7 @@ def _spec_to(spec: alpha.TrainingJobSpec, stash: Stash, names: Names) -> hub.Tra
         failure_policy=stash.failure_policy or hub.FailurePolicy(),
         tensorboard=spec.tensorboard,
         network=stash.network or hub.NetworkSpec(),
+        progress=stash.progress,
     )
 
 
@@ -251,6 +253,7 @@ def _stash(src: hub.TrainingJob, spec: alpha.TrainingJobSpec, status: alpha.Trai
         success_policy=_unless_equal(src.spec.success_policy, rebuilt_spec.success_policy),
         failure_policy=_unless_equal(src.spec.failure_policy, rebuilt_spec.failure_policy),
         network=_unless_equal(src.spec.network, rebuilt_spec.network),
+        progress=src.spec.progress,
         status=_unless_equal(src.status, _status_to(status, None, names)),
     )
 

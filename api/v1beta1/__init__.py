@@ -32,6 +32,7 @@ from kubetrain.api.v1beta1.policy_types import (
     SuccessPolicy,
     SuccessTarget,
 )
+from kubetrain.api.v1beta1.progress_types import ProgressSpec, ProgressStatus
 from kubetrain.api.v1beta1.tensorboard_types import TensorBoardSpec, TensorBoardStatus
 from kubetrain.api.v1beta1.trainingjob_types import (
     AvoidedNode,
@@ -82,6 +83,8 @@ __all__ = [
     "HostNames",
     "JobState",
     "NetworkSpec",
+    "ProgressSpec",
+    "ProgressStatus",
     "PyTorchOptions",
     "Refusal",
     "ReplicaSpec",

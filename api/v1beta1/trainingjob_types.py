@@ -17,7 +17,13 @@ from typing import Annotated, Any, ClassVar
 import attrs
 
 from kubetrain.api import indexes, meta, naming, podtemplate, schema, validation
-from kubetrain.api.v1beta1 import framework_types, groupversion_info, policy_types, tensorboard_types
+from kubetrain.api.v1beta1 import (
+    framework_types,
+    groupversion_info,
+    policy_types,
+    progress_types,
+    tensorboard_types,
+)
 
 DNS1035_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 REPLICA_TYPE = r"^[A-Za-z][A-Za-z0-9]*$"
@@ -230,6 +236,7 @@ class TrainingJobSpec:
     failure_policy: policy_types.FailurePolicy = attrs.field(factory=policy_types.FailurePolicy)
     tensorboard: tensorboard_types.TensorBoardSpec | None = None
     network: NetworkSpec = attrs.field(factory=NetworkSpec)
+    progress: progress_types.ProgressSpec | None = None
 
     cel_rules: ClassVar[tuple[schema.Rule, ...]] = (
         schema.Rule(
@@ -455,7 +462,10 @@ class CountedFailures:
 
     pod: str
     uid: Annotated[str, schema.Field(max_length=128)]
-    count: Annotated[int, schema.Field(minimum=1)]
+    count: Annotated[int, schema.Field(minimum=0)] = 0
+    hung_time: Annotated[
+        datetime.datetime | None, schema.Field(doc="When its last hang that was charged was seen.")
+    ] = attrs.field(default=None, converter=meta.utc_or_none)
 
 
 @attrs.frozen(kw_only=True, field_transformer=schema.validated)
@@ -525,6 +535,7 @@ class TrainingJobStatus:
     ] = None
     observed_generation: Annotated[int | None, schema.Field(minimum=0)] = None
     tensorboard: tensorboard_types.TensorBoardStatus | None = None
+    progress: progress_types.ProgressStatus | None = None
 
 
 NAME_IS_LABEL = schema.Rule(
@@ -581,6 +592,12 @@ class TrainingJob:
             "type": "string",
             "jsonPath": '.status.conditions[?(@.type=="Scheduled")].reason',
             "description": "Queued or Unschedulable while the pods wait; shown only once they had to",
+        },
+        {
+            "name": "Step",
+            "type": "integer",
+            "jsonPath": ".status.progress.step",
+            "description": "The step the first rank last reported (spec.progress)",
         },
         {
             "name": "Restarts",

@@ -148,6 +148,10 @@ class Framework:
     # The restart scope of one job, where the job's options change it (elastic PyTorch restarts
     # a pod, not the world); ``restart_scope`` when not given.
     scope: Callable[[v1beta1.TrainingJobSpec], v1beta1.RestartScope] | None = None
+    # The replica type (name or fnmatch pattern) whose index 0 runs the first rank, whose progress
+    # stands for the job's (spec.progress); the type that decides success when not given. An MPI
+    # launcher runs no rank: its first worker does.
+    progress_from: str | None = None
 
     def restart_scope_of(self, spec: v1beta1.TrainingJobSpec) -> v1beta1.RestartScope:
         return self.scope(spec) if self.scope is not None else self.restart_scope

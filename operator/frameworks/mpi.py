@@ -264,6 +264,7 @@ def _framework(flavour: _Flavour) -> framework.Framework:
         restart_policy=v1beta1.RestartPolicy.EXIT_CODE,
         restart_scope=v1beta1.RestartScope.JOB,
         success=framework.first(flavour.launcher),
+        progress_from=flavour.workers.name,
         env=functools.partial(_env, flavour),
         files=functools.partial(_files, flavour),
         extra_rules=functools.partial(_option_errors, flavour),

@@ -26,6 +26,7 @@ from kubetrain.operator.policies import (
     inplace,
     pacing,
     placement,
+    progress,
     refusal,
     success,
     ttl,
@@ -115,10 +116,12 @@ class _Step:
         self.delete_job = False
         self.refused_since: datetime.datetime | None = None  # creates are being refused since
         self.last_refusal = prev.last_refusal
+        self.progress = prev.progress
 
     # --- the step ------------------------------------------------------------------------
 
     def run(self) -> Decision:
+        self._report()
         if self._finished():
             self._finish_up()
             return self._decision()
@@ -140,7 +143,7 @@ class _Step:
         self._open_moved()
         self._force_overdue()
         self._create_missing()
-        self._progress(restarted=bool(restarts))
+        self._running(restarted=bool(restarts))
         self._show_placement()
         return self._decision()
 
@@ -156,6 +159,15 @@ class _Step:
 
     def _live(self) -> list[observed.Pod]:
         return [p for p in self.pods if not p.gone]
+
+    def _mark(
+        self, pod: observed.Pod, *, count: int | None = None, hung: datetime.datetime | None = None
+    ) -> None:
+        """Remember what of ``pod``'s failures is charged: ``count`` crashes, its hang at ``hung``."""
+        old = self.counted.get(pod.uid) or v1beta1.CountedFailures(pod=pod.name, uid=pod.uid)
+        self.counted[pod.uid] = attrs.evolve(
+            old, count=old.count if count is None else count, hung_time=hung or old.hung_time
+        )
 
     def _delete(self, pod: observed.Pod, *, force: bool = False) -> None:
         if pod.gone or (pod.deleted is not None and not force):
@@ -309,13 +321,17 @@ class _Step:
                 # The kubelet counts a restart in place as one more restart of each container,
                 # when it kills them and again as it starts them: none is a failure.
                 seen = pod.crashes
-                self.counted[pod.uid] = v1beta1.CountedFailures(pod=pod.name, uid=pod.uid, count=seen)
+                self._mark(pod, count=seen)
             due = classify.image_pull_due(pod, fp.image_pull_grace_seconds)
             if due is not None and due > self.now:
                 self.dues.append(due)
-            for f in classify.new_failures(
+            found = classify.new_failures(
                 pod, seen, container=container, now=self.now, image_pull_grace=fp.image_pull_grace_seconds
-            ):
+            )
+            if self.spec.progress is not None and self.spec.progress.deadline_seconds is not None:
+                hung = self.counted[pod.uid].hung_time if pod.uid in self.counted else None
+                found += classify.hang(pod, hung, grace=self.spec.progress.startup_grace)
+            for f in found:
                 v = failure.verdict(
                     f,
                     replica_type=key,
@@ -337,8 +353,11 @@ class _Step:
                     now=self.now,
                 )
                 action = Action.FAIL_JOB if over else v.action
-                seen += 1
-                self.counted[pod.uid] = v1beta1.CountedFailures(pod=pod.name, uid=pod.uid, count=seen)
+                if f.hung:
+                    self._mark(pod, hung=pod.hung_at)
+                else:
+                    seen += 1
+                    self._mark(pod, count=seen)
                 self.history.append(
                     v1beta1.FailureRecord(
                         time=self.now,
@@ -426,9 +445,7 @@ class _Step:
             assert key is not None
             own = observed.avoided_nodes(self.spec.replica_specs[key].template.get("spec") or {})
             if pod.avoiding - wanted - own:
-                self.counted[pod.uid] = v1beta1.CountedFailures(
-                    pod=pod.name, uid=pod.uid, count=pod.crashes + 1
-                )
+                self._mark(pod, count=pod.crashes + 1)
                 self._delete(pod)
 
     def _delete_stale_and_surplus(self) -> None:
@@ -476,7 +493,7 @@ class _Step:
             self.opens.append(Move(pod=pod.name, uid=pod.uid, attempt=pod.attempt))
             # The kubelet counted the restart in place as a restart of each container: not a failure.
             if pod.crashes:
-                self.counted[pod.uid] = v1beta1.CountedFailures(pod=pod.name, uid=pod.uid, count=pod.crashes)
+                self._mark(pod, count=pod.crashes)
 
     def _made_in_place(self) -> bool:
         """Whether pods made now carry the agent and barrier that restart them in place."""
@@ -572,7 +589,7 @@ class _Step:
             # too (a try that gets through clears the refusal at the next step).
             self.last_refusal = attrs.evolve(self.last_refusal, time=self.now)
 
-    def _progress(self, *, restarted: bool) -> None:
+    def _running(self, *, restarted: bool) -> None:
         if restarted or self.creates:
             return
         up = {
@@ -591,6 +608,11 @@ class _Step:
         if not self._is(C.RUNNING):
             self._set(C.RUNNING, True, "Running", "every replica is running")
 
+    def _report(self) -> None:
+        """Take in the first rank's progress read since the last look."""
+        if self.inp.progress is not None:
+            self.progress = progress.update(self.progress, self.inp.progress, self.now)
+
     # --- the result ------------------------------------------------------------------------
 
     def _decision(self) -> Decision:
@@ -608,6 +630,7 @@ class _Step:
             tensorboard=tensorboard.status(self.inp.name, self.inp.namespace, self.spec),
             avoided_nodes=self.avoided,
             last_refusal=self.last_refusal,
+            progress=self.progress,
         )
         later = [d for d in self.dues if d > self.now]
         return Decision(
@@ -696,7 +719,7 @@ def _describe(
     pod: observed.Pod, key: str, f: classify.Failure, v: failure.Verdict, action: v1beta1.FailureAction
 ) -> str:
     code = "" if f.exit_code is None else f", exit code {f.exit_code}"
-    how = "container restarted" if f.in_place else "failed"
+    how = "hung" if f.hung else "container restarted" if f.in_place else "failed"
     rule = f" (rule {v.rule})" if v.rule else ""
     return f"{key} {pod.index} ({pod.name}) {how}: {f.failure_class.value} {f.reason}{code}; {action.value}{rule}"
 

@@ -18,6 +18,7 @@ import attrs
 
 from kubetrain.api import observed, v1beta1, validation
 from kubetrain.operator.frameworks import framework as fw_contract
+from kubetrain.operator.policies import progress as progress_policy
 
 __all__ = ["Decision", "Defaults", "Delete", "Event", "Input", "Invalid", "Move", "matches"]
 
@@ -32,6 +33,8 @@ class Defaults:
     containers: Mapping[str, str]  # replica type -> name of its main container
     # replica type -> the types whose pods must all be ready before it is created
     start_after: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    # The replica type whose index 0 is read for the job's progress.
+    progress_from: str = ""
 
     @classmethod
     def of(cls, fw: fw_contract.Framework, spec: v1beta1.TrainingJobSpec) -> Defaults:
@@ -39,10 +42,14 @@ class Defaults:
         for key, rs in spec.replica_specs.items():
             main = fw_contract.main_container(rs.template, fw.container)
             containers[key] = main["name"] if main is not None else fw.container
+        success = fw.success(spec)
+        decider = success.targets[0].replica_type if success.targets else ""
+        wanted = (fw.progress_from,) if fw.progress_from else None
         return cls(
+            progress_from=next((k for k in spec.replica_specs if wanted and matches(k, wanted)), decider),
             restart_policy=fw.restart_policy,
             restart_scope=fw.restart_scope_of(spec),
-            success=fw.success(spec),
+            success=success,
             containers=containers,
             start_after={
                 key: tuple(k for k in spec.replica_specs if matches(k, after))
@@ -86,6 +93,8 @@ class Input:
     unhealthy: frozenset[str] = frozenset()
     # Some node declares that its kubelet restarts pods in place (policies/inplace).
     in_place: bool = False
+    # The first rank's progress read since the job's last look, if any (policies/progress).
+    progress: progress_policy.Reading | None = None
 
     @property
     def refusals(self) -> tuple[v1beta1.Refusal, ...]:

@@ -6,7 +6,8 @@ the kubelet refused or evicted it (``Evicted``, ``Preempted``, ``OutOfcpu``, ...
 was deleted while nobody asked for it (``PodDeleted``) or went while the operator was not
 watching (``PodVanished``: the status recorded it active, and it is gone), or its images could not be pulled for longer than
 the grace period. User code: the program exited and the pod failed, or the kubelet
-restarted one of its containers. A pod may fail several times — once per container
+restarted one of its containers; and, with ``spec.progress.deadlineSeconds``, its step stopped
+moving (:func:`hang`). A pod may fail several times — once per container
 restart, and once more when the pod itself fails — and :func:`new_failures` returns the
 ones beyond those already counted.
 """
@@ -18,12 +19,14 @@ import datetime
 import attrs
 
 from kubetrain.api import observed, v1beta1
+from kubetrain.api.v1beta1 import progress_types
 
 __all__ = [
     "DEFAULT_IMAGE_PULL_GRACE",
     "INFRASTRUCTURE_REASONS",
     "Failure",
     "exit_code",
+    "hang",
     "image_pull_due",
     "new_failures",
 ]
@@ -53,6 +56,7 @@ class Failure:
     reason: str
     exit_code: int | None = None
     in_place: bool = False  # the kubelet restarted a container; the pod lives on
+    hung: bool = False  # its step stopped moving: its containers still run
 
 
 def new_failures(
@@ -65,6 +69,25 @@ def new_failures(
     if whole is not None and counted <= pod.crashes:
         out.append(whole)
     return out
+
+
+def hang(pod: observed.Pod, counted: datetime.datetime | None, *, grace: int) -> list[Failure]:
+    """The hang of ``pod`` not charged yet (``counted``: the last one charged), if any.
+
+    Its agent found its step unmoved for the job's deadline. A hang counts while the pod's own
+    containers still run, and only ``grace`` seconds after they last started: one seen earlier
+    (before a container restarted, say) is the run's before. Charged to user code: a stalled
+    collective, a deadlocked loader or a dead mount is nothing the cluster reported, and a
+    deterministic hang must spend a budget, not restart for ever (docs/lifecycle.md).
+    """
+    at, started = pod.hung_at, pod.started_at
+    if at is None or started is None or pod.finished or pod.deleting or not pod.running:
+        return []
+    if (counted is not None and at <= counted) or at < started + datetime.timedelta(seconds=grace):
+        return []
+    return [
+        Failure(pod=pod, failure_class=v1beta1.FailureClass.USER_CODE, reason=progress_types.HUNG, hung=True)
+    ]
 
 
 def image_pull_due(pod: observed.Pod, grace: int | None) -> datetime.datetime | None:

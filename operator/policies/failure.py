@@ -10,6 +10,9 @@ replica type's ``restartPolicy``:
 - ``Never``: the replica's failure is final, and the job fails;
 - ``ExitCode``: exit codes 128 to 255 (signals: OOM kills, preemption of the process) are
   retryable and restart the replica; 1 to 127 are permanent and fail the job at once.
+
+A hang (``ProgressDeadlineExceeded``) has no exit code to judge and a process that still runs:
+without a rule it restarts, whatever the restart policy, and spends the user-code budget.
 """
 
 from __future__ import annotations
@@ -58,6 +61,8 @@ def verdict(
             )
     if f.failure_class is v1beta1.FailureClass.INFRASTRUCTURE:
         return Verdict(action=Action.RESTART, scope=scope, reason="InfrastructureFailure")
+    if f.hung:
+        return Verdict(action=Action.RESTART, scope=scope, reason=f.reason)
     match restart_policy:
         case v1beta1.RestartPolicy.ALWAYS | v1beta1.RestartPolicy.ON_FAILURE:
             return Verdict(action=Action.RESTART, scope=scope, reason="ReplicaFailed")

@@ -177,7 +177,9 @@ class Client:
         body: Any = None,
         content_type: str = "application/json",
         timeout: float | None = None,
+        text: bool = False,
     ) -> Any:
+        """The apiserver's answer, decoded from JSON (``text``: the body as text, a log say)."""
         if method != "GET" and not self.write_gate():
             raise NotLeaderError(f"{method} {resource.plural}/{name or ''} refused: not the leader")
         await self._bucket.acquire()
@@ -202,6 +204,8 @@ class Client:
         finally:
             metrics.REST_CLIENT_LATENCY.labels(method).observe(time.monotonic() - sent)
             metrics.REST_CLIENT_REQUESTS.labels(str(code), method).inc()
+        if text and response.status < 400:
+            return response.body.decode(errors="replace")
         return _decode(response)
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Any:

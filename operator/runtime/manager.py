@@ -19,10 +19,11 @@ import pathlib
 import socket
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
+from typing import Protocol
 
 import attrs
 
-from kubetrain.operator.runtime import cache, client, controller, informer, leaderelection, metrics, servers
+from kubetrain.operator.runtime import cache, client, informer, leaderelection, metrics, servers
 
 __all__ = ["Manager", "Options"]
 
@@ -47,7 +48,7 @@ class Manager:
     def __init__(self, api: client.Client, options: Options) -> None:
         self.api, self.options = api, options
         self._informers: dict[tuple[client.Resource, str | None], informer.Informer] = {}
-        self.controllers: list[controller.Controller] = []
+        self.controllers: list[Runnable] = []
         self.elector: leaderelection.LeaderElector | None = None
         if options.leader_elect:
             config = options.lease or leaderelection.Config(
@@ -90,7 +91,8 @@ class Manager:
             )
         return self._informers[key]
 
-    def add(self, c: controller.Controller) -> None:
+    def add(self, c: Runnable) -> None:
+        """A controller, or anything else that runs while this replica leads (a reader)."""
         self.controllers.append(c)
 
     def synced(self) -> bool:
@@ -146,6 +148,14 @@ class Manager:
         await self.elector.run()
         log.error("leadership lost: stopping all controllers")
         lost.set()
+
+
+class Runnable(Protocol):
+    """What the manager runs while leading: named, and run until cancelled."""
+
+    name: str
+
+    async def run(self) -> None: ...
 
 
 async def _first(*aws: Awaitable[object]) -> None:

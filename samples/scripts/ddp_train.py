@@ -14,18 +14,36 @@ it: the loss goes on from where it was, not from the start. Each rank reads what
 it of its attempt — KUBETRAIN_RESTART_ATTEMPT, KUBETRAIN_RESTARTS, KUBETRAIN_LAST_RESTART_REASON —
 and prints it. ``--fail-at-step N`` (or ``--fail-after SECONDS`` past the rendezvous) makes the last
 rank exit with code 1 in attempt 0 (in every attempt below ``--fail-attempts``), to show restarts.
+``--hang-at-step N`` makes the last rank stop for good at step N instead, in every attempt below
+``--hang-attempts``: it neither exits nor crashes, and the other ranks wait for it in that step's
+all-reduce — a hang, as a dead peer or a stuck collective makes one. SIGTERM still ends it.
+
+Every rank reports its progress after each step — the steps done, the total and the loss — to
+the file kubetrain names in KUBETRAIN_PROGRESS_FILE when the job has ``spec.progress`` (through
+kubetrain_progress.py beside this script; nothing without the variable). With
+``progress.deadlineSeconds``, a rank hanging as above is found hung and the job restarts.
 """
 
 import argparse
 import json
 import os
+import signal
 import socket
 import sys
+import threading
 import time
 
+import kubetrain_progress
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
+
+
+def hang() -> None:
+    """Wait for good: nothing sets the event. SIGTERM still ends the process (exit code 143): it is
+    handled, since its default action cannot end a container's PID 1 (plain ``python3``)."""
+    signal.signal(signal.SIGTERM, lambda signum, _frame: os._exit(128 + signum))
+    threading.Event().wait()
 
 
 def main() -> int:
@@ -35,9 +53,17 @@ def main() -> int:
     parser.add_argument("--logdir", default=None, help="write TensorBoard scalars here, one run per rank")
     parser.add_argument("--checkpoint", default=None, help="save to and resume from this directory")
     parser.add_argument("--checkpoint-every", type=int, default=20)
-    parser.add_argument("--fail-at-step", type=int, default=None, help="the last rank exits 1 here, in attempt 0")
-    parser.add_argument("--fail-after", type=float, default=None, help="... or this many seconds after joining")
+    parser.add_argument(
+        "--fail-at-step", type=int, default=None, help="the last rank exits 1 here, in attempt 0"
+    )
+    parser.add_argument(
+        "--fail-after", type=float, default=None, help="... or this many seconds after joining"
+    )
     parser.add_argument("--fail-attempts", type=int, default=1, help="fail in every attempt below this")
+    parser.add_argument(
+        "--hang-at-step", type=int, default=None, help="the last rank stops for good here, in attempt 0"
+    )
+    parser.add_argument("--hang-attempts", type=int, default=1, help="hang in every attempt below this")
     args = parser.parse_args()
     attempt = int(os.environ.get("KUBETRAIN_RESTART_ATTEMPT", "0"))
     restarts = int(os.environ.get("KUBETRAIN_RESTARTS", "0"))
@@ -50,6 +76,7 @@ def main() -> int:
     print(f"rank {rank}/{world} on {socket.gethostname()} joined the rendezvous at {master}", flush=True)
     joined = time.monotonic()
     fails = attempt < args.fail_attempts and rank == world - 1
+    hangs = attempt < args.hang_attempts and rank == world - 1
 
     print(f"rank {rank} attempt {attempt} after {restarts} restart(s), last: {reason or '-'}", flush=True)
 
@@ -75,19 +102,31 @@ def main() -> int:
 
         writer = tfevents.Writer(os.path.join(args.logdir, f"rank{rank}"))
     losses = []
+    total = args.steps if args.steps > 0 else None
+    kubetrain_progress.report(start, total=total)  # the steps done so far: the checkpoint's, if resumed
     for step in range(start, args.steps):
         late = args.fail_after is not None and time.monotonic() - joined >= args.fail_after
         if fails and (step == args.fail_at_step or late):
             print(f"rank {rank} fails at step {step}", flush=True)
             os._exit(1)
+        if hangs and step == args.hang_at_step:
+            # Before this step's all-reduce (in backward()), in which the other ranks will wait.
+            print(f"rank {rank}: hanging at step {step} (attempt {attempt})", flush=True)
+            hang()
         optimizer.zero_grad()
         loss = torch.nn.functional.mse_loss(model(x), y)
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
         initial_loss = losses[0] if initial_loss is None else initial_loss
+        kubetrain_progress.report(step + 1, total=total, loss=losses[-1])
         if saved and rank == 0 and (step + 1) % args.checkpoint_every == 0:
-            state = {"model": net.state_dict(), "optimizer": optimizer.state_dict(), "step": step + 1, "initialLoss": initial_loss}
+            state = {
+                "model": net.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "step": step + 1,
+                "initialLoss": initial_loss,
+            }
             torch.save(state, saved + ".tmp")
             os.replace(saved + ".tmp", saved)  # whole or not at all
         if writer is not None:

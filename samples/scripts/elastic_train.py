@@ -8,6 +8,10 @@ resumes from it. Each step, rank 0 prints one ``KUBETRAIN-STEP {json}`` line —
 world size and torchrun's restart count — so the logs show the world re-forming while the
 step count carries on. With ``--stop-file``, the job ends early once that file exists (all
 ranks agree on it through an all_reduce, so they stop at the same step).
+
+Every rank reports its progress — the step, the total and the loss — to the file kubetrain names
+in KUBETRAIN_PROGRESS_FILE when the job has ``spec.progress`` (through kubetrain_progress.py
+beside this script): once at each start, from the checkpoint, then after every step.
 """
 
 import argparse
@@ -16,6 +20,7 @@ import os
 import time
 from pathlib import Path
 
+import kubetrain_progress
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
@@ -41,6 +46,8 @@ def main() -> int:
     ddp = DistributedDataParallel(model)  # broadcasts rank 0's weights to the newcomers
     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05)
     restart = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    total = args.steps if args.steps > 0 else None
+    kubetrain_progress.report(step, total=total)
     while step < args.steps:
         stop = torch.tensor([float(args.stop_file is not None and Path(args.stop_file).exists())])
         dist.all_reduce(stop, op=dist.ReduceOp.MAX)
@@ -52,6 +59,7 @@ def main() -> int:
         loss.backward()
         optimizer.step()
         step += 1
+        kubetrain_progress.report(step, total=total, loss=loss.item())
         if rank == 0:
             partial = checkpoint.with_suffix(".partial")
             torch.save({"step": step, "model": model.state_dict()}, partial)

@@ -8,6 +8,11 @@ attempt (the env ``mpirun -x`` passes on from the Launcher).
 ``--fail-after SECONDS`` keeps the ranks up after the allreduce (their rendezvous) and makes the
 last one exit with code 1 that long after it, in every attempt (KUBETRAIN_RESTART_ATTEMPT) below
 ``--fail-attempts``; later attempts stay up until stopped. It shows restarts, and times them.
+
+Each rank reports its progress to the file kubetrain names in KUBETRAIN_PROGRESS_FILE when the
+job has ``spec.progress`` (through kubetrain_progress.py beside this script): step 0 of 1 before
+the allreduce, step 1 of 1 and the sum after it. The ranks run in the Workers' pods, started by
+ssh, so they see the variable only if ``mpirun -x KUBETRAIN_PROGRESS_FILE`` passes it on.
 """
 
 import argparse
@@ -16,6 +21,7 @@ import os
 import socket
 import time
 
+import kubetrain_progress
 from mpi4py import MPI
 
 parser = argparse.ArgumentParser()
@@ -25,7 +31,9 @@ args = parser.parse_args()
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
+kubetrain_progress.report(0, total=1)
 total = comm.allreduce(rank + 1, op=MPI.SUM)
+kubetrain_progress.report(1, total=1, sum=total)
 print(f"rank {rank}/{size} on {socket.gethostname()} joined the rendezvous", flush=True)
 attempt = int(os.environ.get("KUBETRAIN_RESTART_ATTEMPT", "0"))
 restarts = int(os.environ.get("KUBETRAIN_RESTARTS", "0"))

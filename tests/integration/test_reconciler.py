@@ -13,62 +13,12 @@ from typing import Any
 import yaml
 from testkit import jobs
 from testkit.builders import a_job
+from testkit.reconciling import Caches, for_pods, pod_names
 
-from kubetrain.api import naming, scheme, v1beta1
+from kubetrain.api import scheme, v1beta1
 from kubetrain.devcluster import cluster as devcluster
 from kubetrain.operator import trainingjob_controller
-from kubetrain.operator.runtime import cache, client, informer, reconcile
-
-SELECTOR = naming.JOB_NAME
-SERVICE_ACCOUNTS = client.Resource("", "v1", "serviceaccounts", "ServiceAccount")
-
-
-class Caches:
-    def __init__(self, api: client.Client, namespace: str) -> None:
-        self.api, self.namespace = api, namespace
-        self.jobs = informer.Informer(api, client.TRAININGJOBS, namespace=namespace)
-        owned = {"owner": cache.by_owner()}
-        self.pods = informer.Informer(
-            api, client.PODS, namespace=namespace, label_selector=SELECTOR, indexers=owned
-        )
-        self.services = informer.Informer(
-            api, client.SERVICES, namespace=namespace, label_selector=SELECTOR, indexers=owned
-        )
-        self.config_maps = informer.Informer(
-            api, client.CONFIGMAPS, namespace=namespace, label_selector=SELECTOR, indexers=owned
-        )
-
-    async def snapshot(self, *which: informer.Informer) -> None:
-        """Make the given caches (all by default) what the apiserver holds now, as a relist does:
-        their handlers hear of each change (the reconciler's expectations among them)."""
-        for inf in which or (self.jobs, self.pods, self.services, self.config_maps):
-            await inf._list()
-
-    async def submit(self, job: v1beta1.TrainingJob) -> dict[str, Any]:
-        """Create ``job`` and let the caches see it (and everything else there now)."""
-        created: dict[str, Any] = await self.api.create(
-            client.TRAININGJOBS, scheme.encode(job), self.namespace
-        )
-        await self.snapshot()
-        return created
-
-    def reconciler(self) -> trainingjob_controller.TrainingJobReconciler:
-        return trainingjob_controller.TrainingJobReconciler(
-            self.api, jobs=self.jobs, pods=self.pods, services=self.services, config_maps=self.config_maps
-        )
-
-
-async def pod_names(api: client.Client, namespace: str) -> list[str]:
-    listed = await api.list(client.PODS, namespace)
-    return sorted(p["metadata"]["name"] for p in listed["items"])
-
-
-async def for_pods(c: devcluster.Cluster, namespace: str) -> client.Client:
-    """A client, and the namespace's default ServiceAccount that pods need: the apiserver tier
-    runs no service-account controller."""
-    api = await client.Client.connect(str(c.kubeconfig))
-    await api.create(SERVICE_ACCOUNTS, {"metadata": {"name": "default"}}, namespace)
-    return api
+from kubetrain.operator.runtime import client, reconcile
 
 
 async def scenario(c: devcluster.Cluster, namespace: str) -> None:

@@ -2,7 +2,8 @@
 
 Each example is a random job (framework, restart policies, budgets, rules, scope,
 cleanup, deadline) and a random sequence of what happens to its pods — exits with any
-code, kubelet restarts, evictions, lost nodes, pods vanishing, time passing, suspend and
+code, kubelet restarts, hangs their agents report (at any time), the first rank's progress,
+evictions, lost nodes, pods vanishing, time passing, suspend and
 resume (and a rescale while suspended), an apiserver that refuses creates for a while, nodes
 that turn unhealthy and well again, a cache that lags behind the pods just created, a stored
 spec that stops being valid, an operator that restarts (dropping everything it remembered) and
@@ -17,6 +18,7 @@ also fails if a pod name is ever created twice.
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import attrs
@@ -112,7 +114,15 @@ def jobs(draw: st.DrawFn) -> tuple[v1beta1.TrainingJob, Any]:
         active_deadline_seconds=draw(st.none() | st.integers(60, 3600)),
         ttl_seconds_after_finished=draw(st.none() | st.integers(0, 600)),
     )
-    return b.with_spec(failure_policy=failure_policy, run_policy=run_policy).build(), fw
+    progress = draw(
+        st.none()
+        | st.builds(
+            v1beta1.ProgressSpec,
+            deadline_seconds=st.none() | st.integers(10, 600),
+            startup_grace_seconds=st.none() | st.integers(0, 300),
+        )
+    )
+    return b.with_spec(failure_policy=failure_policy, run_policy=run_policy, progress=progress).build(), fw
 
 
 class LifecycleMachine(RuleBasedStateMachine):
@@ -147,6 +157,24 @@ class LifecycleMachine(RuleBasedStateMachine):
         if pods:
             pod = data.draw(st.sampled_from(pods))
             self.world.exit(pod.name, code, "OOMKilled" if oom and code == 137 else None)
+
+    @precondition(_ready)
+    @rule(data=st.data())
+    def rank_hangs(self, data: st.DataObject) -> None:
+        """Some time on, a running rank's agent says its step stopped moving — as soon as at once,
+        as an agent of another version, or one whose clock is off, might: the step decides whether
+        it is a hang."""
+        pods = self._running_pods()
+        if pods and self.world.job.spec.progress is not None:
+            self.world.tick(data.draw(st.sampled_from([0, 30, 150, 400])))
+            self.world.hang(data.draw(st.sampled_from(pods)).name)
+
+    @precondition(_ready)
+    @rule(step=st.integers(0, 10**6), total=st.none() | st.integers(1, 10**6))
+    def first_rank_reports(self, step: int, total: int | None) -> None:
+        """The first rank's agent prints a line, read at the next reconcile."""
+        if self.world.job.spec.progress is not None:
+            self.world.report(step, total)
 
     @precondition(_ready)
     @rule(data=st.data())
@@ -291,6 +319,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         _check_vanished(w, decision)
         _check_avoided(inp, decision)
         _check_in_place(inp, decision)
+        _check_hangs(inp, decision, before)
+        _check_progress(inp, decision, before)
         permanent = _permanent_exit_pending(inp)
         assert not (
             conditions.is_true(after.conditions, C.SUCCEEDED)
@@ -539,6 +569,96 @@ def _check_in_place(inp: lifecycle.Input, decision: lifecycle.Decision) -> None:
             assert r.restart is not None, "a restart that does not say how"
             if r.restart is v1beta1.RestartMethod.IN_PLACE:
                 event("a restart in place")
+
+
+def _check_hangs(
+    inp: lifecycle.Input, decision: lifecycle.Decision, before: v1beta1.TrainingJobStatus
+) -> None:
+    """A hang is charged once, only as the job's progress policy allows: a rank of the current
+    attempt that runs, its hang seen past the startup grace after its containers started, never
+    while the job is suspended; and none that is due is left uncharged unless the job ended or
+    the rank's type restarted for another failure in the same step."""
+    after = decision.status
+    policy = inp.spec.progress
+    new = after.failures[len(after.failures) - _failed_events(decision) :]
+    hangs = [r for r in new if r.reason == v1beta1.progress_types.HUNG]
+    pods = {p.name: p for p in inp.pods}
+    counted = {c.uid: c.hung_time for c in before.counted_failures}
+    if hangs:
+        event("a hang charged")
+        assert policy is not None, "a hang without spec.progress"
+        assert policy.deadline_seconds is not None, "a hang without a deadline"
+        assert not inp.spec.run_policy.suspend, "a hang charged while suspended"
+    for r in hangs:
+        pod = pods[r.pod]
+        attempt = before.replica_statuses.get(r.replica_type, v1beta1.ReplicaStatus()).attempt
+        assert pod.running, r
+        assert not pod.deleting, r
+        assert not pod.moving, r
+        assert pod.attempt >= attempt, r
+        assert pod.hung_at is not None
+        assert pod.started_at is not None
+        assert (pod.hung_at - pod.started_at).total_seconds() >= policy.startup_grace, "hung within grace"
+        old = counted.get(pod.uid)
+        assert old is None or pod.hung_at > old, "a hang charged twice"
+        assert r.failure_class is v1beta1.FailureClass.USER_CODE
+    if policy is None or policy.deadline_seconds is None or conditions.is_true(after.conditions, C.FAILED):
+        return
+    if inp.spec.run_policy.suspend or _finished(before) or _finished(after):
+        return
+    now_counted = {c.uid: c.hung_time for c in after.counted_failures}
+    for pod in inp.pods:
+        key = _key(inp, pod)
+        if not key or pod.index >= inp.spec.replica_specs[key].replicas:
+            continue
+        rs_before = before.replica_statuses.get(key, v1beta1.ReplicaStatus())
+        rs_after = after.replica_statuses.get(key, v1beta1.ReplicaStatus())
+        due = (
+            pod.hung_at is not None
+            and pod.started_at is not None
+            and pod.running
+            and not pod.deleting
+            and not pod.moving
+            and pod.attempt >= rs_before.attempt
+            and (pod.hung_at - pod.started_at).total_seconds() >= policy.startup_grace
+            and not _at_or_after(counted.get(pod.uid), pod.hung_at)
+        )
+        if due and rs_after.attempt == rs_before.attempt:
+            assert now_counted.get(pod.uid) == pod.hung_at or pod.name in {d.pod for d in decision.delete}, (
+                f"the hang of {pod.name} was left uncharged"
+            )
+
+
+def _check_progress(
+    inp: lifecycle.Input, decision: lifecycle.Decision, before: v1beta1.TrainingJobStatus
+) -> None:
+    """Progress shows the last reading, and a reading that says nothing new writes nothing."""
+    after = decision.status.progress
+    if inp.progress is None:
+        assert after == before.progress, "progress changed without a reading"
+        return
+    assert after is not None
+    assert after.step == inp.progress.step
+    assert after.pod == inp.progress.pod
+    same = before.progress is not None and (before.progress.step, before.progress.total_steps) == (
+        inp.progress.step,
+        inp.progress.total,
+    )
+    if same and before.progress is not None and before.progress.pod == inp.progress.pod:
+        assert after == before.progress, "a reading that said nothing new changed the status"
+    if after.estimated_completion_time is not None:
+        assert after.estimated_completion_time >= inp.now
+        assert after.total_steps is not None
+
+
+def _at_or_after(a: datetime.datetime | None, b: datetime.datetime | None) -> bool:
+    return a is not None and b is not None and a >= b
+
+
+def _finished(status: v1beta1.TrainingJobStatus) -> bool:
+    return conditions.is_true(status.conditions, C.SUCCEEDED) or conditions.is_true(
+        status.conditions, C.FAILED
+    )
 
 
 def _key(inp: lifecycle.Input, pod: observed.Pod) -> str:

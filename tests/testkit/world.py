@@ -4,8 +4,8 @@
 carries out a :class:`~kubetrain.operator.lifecycle.Decision` (creates pods Pending
 with the attempt their type's status names, deletes them with a grace period, force
 deletes them), runs the kubelets (pending pods start, deleted pods on live nodes go
-away, leaving a tombstone), and lets tests make things happen to pods: exit, be
-restarted in place by the kubelet, be evicted, lose their node; and nodes turn unhealthy. Its
+away, leaving a tombstone), and lets tests make things happen to pods: exit, hang (their agent
+says the step stopped moving), be restarted in place by the kubelet, be evicted, lose their node; and nodes turn unhealthy. Its
 scheduler honours the nodes a pod keeps off, and says so when no node is left. It also plays what the
 reconciler does around the step: the Services a create pass makes (one per replica), the
 Services and queued pods a decision lets go, the status writes pacing counts from, a cache
@@ -24,7 +24,7 @@ import attrs
 from kubetrain.api import indexes, naming, observed, v1beta1, validation
 from kubetrain.operator import lifecycle
 from kubetrain.operator.frameworks import framework as fw_contract
-from kubetrain.operator.policies import inplace
+from kubetrain.operator.policies import inplace, progress
 
 T0 = datetime.datetime(2026, 11, 21, 12, 0, tzinfo=datetime.UTC)
 GRACE = datetime.timedelta(seconds=30)
@@ -67,6 +67,8 @@ class World:
         self.restarting = True
         # The attempt each running pod's containers were started in (by uid): its agent's own.
         self.started: dict[str, int] = {}
+        # The first rank's progress line, read at the next reconcile (spec.progress).
+        self.reading: progress.Reading | None = None
         self._uids = itertools.count(1)
         self._placement = itertools.cycle(self.nodes)
 
@@ -107,10 +109,12 @@ class World:
             last_write=self.last_write,
             unhealthy=frozenset(self.unhealthy),
             in_place=self.in_place,
+            progress=self.reading,
         )
 
     def reconcile(self) -> lifecycle.Decision:
         decision = lifecycle.step(self.input())
+        self.reading = None
         self.decisions.append(decision)
         if decision.status != self.status:
             self.last_write = self.now
@@ -255,12 +259,16 @@ class World:
                 ready=False,
                 restarts=pod.restarts + 1,
                 restarted_in_place=True,
+                started_at=None,
+                hung_at=None,  # the agent's last end is now its exit for the restart
             )
             self.started.pop(pod.uid, None)
         if not pod.running and pod.opened == pod.attempt:
             # The kubelet counts the start after a restart in place once more.
             restarts = pod.restarts + pod.restarted_in_place
-            pod = attrs.evolve(pod, phase="Running", running=True, ready=True, restarts=restarts)
+            pod = attrs.evolve(
+                pod, phase="Running", running=True, ready=True, restarts=restarts, started_at=self._started()
+            )
             self.started[pod.uid] = pod.attempt
         self.pods[pod.name] = pod
 
@@ -274,7 +282,13 @@ class World:
                 self.pods[pod.name] = attrs.evolve(pod, node=node, unscheduled=None)
                 return
             self.pods[pod.name] = attrs.evolve(
-                pod, phase="Running", running=True, ready=True, node=node, unscheduled=None
+                pod,
+                phase="Running",
+                running=True,
+                ready=True,
+                node=node,
+                unscheduled=None,
+                started_at=self._started(),
             )
             self.started[pod.uid] = pod.attempt
         elif pod.unscheduled is None:
@@ -296,6 +310,7 @@ class World:
                 exit_codes={container: code},
                 reasons=(why,),
                 restarted_in_place=False,
+                started_at=self._started(),
             )
         else:
             self.pods[name] = attrs.evolve(
@@ -306,8 +321,28 @@ class World:
                 restarted_in_place=False,
                 exit_codes={container: code},
                 reasons=(why,),
+                started_at=None,
             )
             self.started.pop(pod.uid, None)
+
+    def hang(self, name: str) -> None:
+        """The pod's agent finds its step unmoved for the deadline and exits (spec.progress)."""
+        self.pods[name] = attrs.evolve(self.pods[name], hung_at=self.now)
+
+    def report(self, step: int, total: int | None = None) -> bool:
+        """The first rank's agent prints ``step``: read at the next reconcile, if that rank runs."""
+        defaults = lifecycle.Defaults.of(self.fw, self.job.spec)
+        job = attrs.evolve(self.job, status=self.status)
+        pod = progress.source(job, self.pods.values(), defaults.progress_from)
+        if pod is None:
+            return False
+        self.reading = progress.Reading(pod=pod.name, step=step, total=total)
+        return True
+
+    def _started(self) -> datetime.datetime | None:
+        """When a pod's containers start, as the pod shows it: only a pod with the agent (spec.progress)
+        shows it."""
+        return self.now if self.job.spec.progress is not None else None
 
     def _key(self, pod: observed.Pod) -> str:
         return next(k for k in self.job.spec.replica_specs if k.lower() == pod.replica_type)

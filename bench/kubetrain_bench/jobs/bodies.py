@@ -66,19 +66,32 @@ def operator_objects(jobs: Iterable[Obj]) -> tuple[list[Obj], dict[str, Obj], se
     return pods, services, last
 
 
-def job_body(name: str, replicas: int, namespace: str, host_names: str = "PerReplica") -> Obj:
-    template = {"spec": {"containers": [{"name": "pytorch", "image": "bench"}]}}
+def job_body(
+    name: str,
+    replicas: int,
+    namespace: str,
+    host_names: str = "PerReplica",
+    framework: str = "pytorch",
+    ps: int = 0,
+    progress: bool = False,
+) -> Obj:
+    """One Master, ``ps`` PS (TensorFlow) and the rest Workers: ``replicas`` pods in all; with
+    ``progress``, ``spec.progress`` (each pod gets kubetrain's agent, whose log the operator reads)."""
+    template = {"spec": {"containers": [{"name": framework, "image": "bench"}]}}
     specs: Obj = {"Master": {"replicas": 1, "template": template}}
-    if replicas > 1:
-        specs["Worker"] = {"replicas": replicas - 1, "template": template}
+    if ps:
+        specs["PS"] = {"replicas": ps, "template": template}
+    if replicas > 1 + ps:
+        specs["Worker"] = {"replicas": replicas - 1 - ps, "template": template}
     return {
         "apiVersion": "training.kubetrain.dev/v1beta1",
         "kind": "TrainingJob",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {
-            "framework": {"name": "pytorch"},
+            "framework": {"name": framework},
             "replicaSpecs": specs,
             "network": {"hostNames": host_names},
+            **({"progress": {}} if progress else {}),
         },
     }
 

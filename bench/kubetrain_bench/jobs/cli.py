@@ -144,6 +144,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="the jobs' spec.network.hostNames (default PerReplica): a headless Service per replica, "
         "or one per job; --plain-services makes the same Services",
     )
+    p.add_argument(
+        "--framework",
+        choices=("pytorch", "tensorflow"),
+        default="pytorch",
+        help="the jobs' framework (default pytorch); tensorflow's TF_CONFIG lists every host in every pod",
+    )
+    p.add_argument(
+        "--ps", type=int, default=0, help="TensorFlow PS replicas per job, counted in --replicas (default 0)"
+    )
+    p.add_argument(
+        "--progress",
+        action="store_true",
+        help="the jobs report progress (spec.progress): every kwok agent's log shows a step that moves "
+        "every 2 s, so each reading the operator makes says something new (the most it writes)",
+    )
+    p.add_argument(
+        "--progress-interval",
+        type=float,
+        default=None,
+        help="operator --progress-interval (default: the operator's own)",
+    )
     p.add_argument("--skip-plain", action="store_true", help="skip the plain-client lower bound")
     p.add_argument("--skip-operator", action="store_true", help="run the plain-client lower bound only")
     p.add_argument("--audit", action="store_true", help="exact attribution from an apiserver audit log")
@@ -153,6 +174,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.jobs, args.replicas, args.fairness, args.settle = 12, 2, True, 1.0
         args.plain_services = args.plain_writes = True
         args.steady, args.changes, args.quiet = args.steady or 3.0, min(args.changes, 2), min(args.quiet, 2.0)
+    if args.ps and (args.framework != "tensorflow" or args.ps >= args.replicas):
+        p.error("--ps needs --framework tensorflow and fewer PS than --replicas")
     if not args.nodes:  # room for both waves of --fairness: the first one's Masters stay, Succeeded
         waves = 2 if args.fairness else 1
         args.nodes = math.ceil(1.1 * waves * args.jobs * args.replicas / int(kwok.NODE_CAPACITY["pods"]))

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.devcluster import cluster as devcluster
-from kubetrain.devcluster import process
+from kubetrain.devcluster import kwok, process
 from kubetrain_bench import operator_process
 from kubetrain_bench.console import log
 from kubetrain_bench.jobs.common import RowKey, run_phase
@@ -33,6 +33,7 @@ def operator_argv(
     burst: int,
     gang_scheduler: str,
     workers: int,
+    progress_interval: float | None = None,
 ) -> list[str]:
     script = pathlib.Path(sys.executable).parent / "kubetrain-operator"
     command = [str(script)] if script.exists() else [sys.executable, "-P", "-m", "kubetrain.operator"]
@@ -47,6 +48,7 @@ def operator_argv(
         f"--kube-api-burst={burst}",
         f"--gang-scheduler={gang_scheduler}",
         f"--max-concurrent-reconciles={workers}",
+        *([f"--progress-interval={progress_interval:g}"] if progress_interval else []),
     ]
 
 
@@ -57,10 +59,13 @@ def start_operator(
     burst: int,
     gang_scheduler: str,
     workers: int,
+    progress_interval: float | None = None,
 ) -> tuple[process.Process, int]:
     """Start kubetrain-operator and wait until its caches are synced (/readyz); returns it and its metrics port."""
     metrics_port, probe_port = process.free_port(), process.free_port()
-    argv = operator_argv(kubeconfig, metrics_port, probe_port, qps, burst, gang_scheduler, workers)
+    argv = operator_argv(
+        kubeconfig, metrics_port, probe_port, qps, burst, gang_scheduler, workers, progress_interval
+    )
     op = operator_process.start(argv, log_path, probe_port, timeout=60, interval=0.2)
     return op, metrics_port
 
@@ -89,6 +94,7 @@ def operator_phase(
         burst,
         args.gang_scheduler,
         args.workers,
+        args.progress_interval,
     )
     own: collections.Counter[RowKey] = collections.Counter()
     snapshot: dict[str, Any] = {}
@@ -110,7 +116,23 @@ def operator_phase(
         if audit_log is not None:
             result["audit"] = audit_rows(audit_log, snapshot["audit_offset"])
 
+    async def steps() -> None:
+        """Every agent's step moves every 2 s (``--progress``)."""
+        step = 0
+        while True:
+            step += 1
+            await asyncio.to_thread(kwok.write_agent_log, c, [f"progress step={step} total=1000000 loss=0.5"])
+            await asyncio.sleep(2)
+
     async def run() -> None:
+        ticker = asyncio.create_task(steps()) if args.progress else None
+        try:
+            await measured()
+        finally:
+            if ticker is not None:
+                ticker.cancel()
+
+    async def measured() -> None:
         async with Watches.open(kubeconfigs["bench"], namespaces, own, jobs=True) as w:
 
             def alive() -> None:
@@ -132,7 +154,7 @@ def operator_phase(
                 result["fairness"]["waits"] = operator_waits(later, since)
             if args.steady:
                 assert op.pid is not None
-                result["steady"] = await steady(w, op.pid, metrics_port, names, args, alive)
+                result["steady"] = await steady(w, c, op.pid, metrics_port, names, args, alive)
 
     try:
         run_phase(run(), result)

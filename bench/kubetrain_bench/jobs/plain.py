@@ -74,7 +74,14 @@ def plain_phase(
             )
             if kind == "writes":
                 jobs = [
-                    job_body(f"job-{j:05d}", r, namespaces[j % len(namespaces)], args.host_names)
+                    job_body(
+                        f"job-{j:05d}",
+                        r,
+                        namespaces[j % len(namespaces)],
+                        args.host_names,
+                        args.framework,
+                        args.ps,
+                    )
                     for j in range(args.jobs)
                 ]
                 stored = await w.create(client.TRAININGJOBS, jobs, args.concurrency)

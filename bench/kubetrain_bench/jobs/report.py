@@ -153,7 +153,28 @@ def steady_lines(st: Mapping[str, Any] | None) -> list[str]:
         f"({st['reconciles']:.0f} reconciles; {st['changes_seen']} pod or job changes seen meanwhile)",
         f"    {fmt_lag('one change (a Master exits 0): patch sent → job Succeeded', st['change_from_patch'])}",
         f"    {fmt_lag('one change: Master seen Succeeded → job Succeeded', st['change_from_pod'])}",
+        *_window_lines(st),
     ]
+
+
+def _window_lines(st: Mapping[str, Any]) -> list[str]:
+    """In the steady window: the control plane's CPU, and the operator's requests per job per hour."""
+    if "requests" not in st:
+        return []
+    hours = st["elapsed"] / 3600
+    cpu = ", ".join(
+        f"{k} {v:.1f}%" for k, v in sorted(st["control_plane_cpu_percent"].items(), key=lambda kv: -kv[1])
+    )
+    out = [f"    in the window, CPU of one core: {cpu}"]
+    for r in st["requests"]:
+        if r["who"] not in ("operator", "operator?"):
+            continue
+        verb, group, resource, sub = r["key"]
+        name = (f"{resource}.{group}" if group else resource) + (f"/{sub}" if sub else "")
+        out.append(
+            f"    {r['who']:<10} {verb:<6} {name:<46} {r['count'] / st['jobs'] / hours:>8.1f} /job/hour"
+        )
+    return out
 
 
 def request_table(rows: list[dict[str, Any]], jobs: int, finished: float | None) -> list[str]:

@@ -21,7 +21,15 @@ async def jobs_wave(
     """Create ``--jobs`` TrainingJobs and wait until all are Running: the figures, and their names."""
     spaces = w.namespaces
     bodies = [
-        job_body(f"{prefix}-{i:05d}", args.replicas, spaces[i % len(spaces)], args.host_names)
+        job_body(
+            f"{prefix}-{i:05d}",
+            args.replicas,
+            spaces[i % len(spaces)],
+            args.host_names,
+            args.framework,
+            args.ps,
+            args.progress,
+        )
         for i in range(args.jobs)
     ]
     names = [b["metadata"]["name"] for b in bodies]
