@@ -143,7 +143,7 @@ def add(spec: Object, main: Object, *, in_place: bool, progress: v1beta1.Progres
     agent["restartPolicy"] = "Always"
     own = [agent]
     if in_place:
-        spec.setdefault("volumes", []).append(
+        _items(spec, "volumes").append(
             {
                 "name": VOLUME,
                 "downwardAPI": {
@@ -168,17 +168,22 @@ def add(spec: Object, main: Object, *, in_place: bool, progress: v1beta1.Progres
         ]
         own.append(_container(naming.BARRIER, _BARRIER, main, attempt))
     if progress is not None:
-        spec.setdefault("volumes", []).append({"name": naming.PROGRESS_VOLUME, "emptyDir": {}})
+        _items(spec, "volumes").append({"name": naming.PROGRESS_VOLUME, "emptyDir": {}})
         mount = {"name": naming.PROGRESS_VOLUME, "mountPath": naming.PROGRESS_DIR}
-        for c in (agent, *spec.get("containers", [])):
-            c.setdefault("volumeMounts", []).append(dict(mount))
-            if c is not agent and not any(
-                e.get("name") == naming.PROGRESS_FILE_ENV for e in c.get("env", [])
-            ):
-                c.setdefault("env", []).append(
-                    {"name": naming.PROGRESS_FILE_ENV, "value": naming.PROGRESS_FILE}
-                )
-    spec["initContainers"] = [*own, *spec.get("initContainers", [])]
+        for c in (agent, *_items(spec, "containers")):
+            _items(c, "volumeMounts").append(dict(mount))
+            env = _items(c, "env")
+            if c is not agent and not any(e.get("name") == naming.PROGRESS_FILE_ENV for e in env):
+                env.append({"name": naming.PROGRESS_FILE_ENV, "value": naming.PROGRESS_FILE})
+    spec["initContainers"] = [*own, *_items(spec, "initContainers")]
+
+
+def _items(obj: Object, key: str) -> list[Any]:
+    """``obj[key]``, a list to add to: made if the template left it out or said ``null``."""
+    if obj.get(key) is None:
+        obj[key] = []
+    items: list[Any] = obj[key]
+    return items
 
 
 def _container(name: str, script: str, main: Object, mounts: list[Object]) -> Object:

@@ -6,7 +6,9 @@ read a minute for each of 2,000 running jobs kept the 16 workers busy enough tha
 jobs benchmark with ``--progress``). So the reads are done here, beside the workers: at most
 :data:`CONCURRENCY` at once, each job's at most once per interval. A reading that says something
 new is kept for the job's next pass, which is asked for at low priority, behind every change of
-state and every new job.
+state and every new job. Once the job has finished, its first rank is read a last time: the
+resumed end of a run can outpace the agent's printing, and the status would show a step from
+before the end.
 
 The reconciler only says which pod stands for a job (:meth:`Reader.want`, :meth:`Reader.forget`,
 from :func:`.policies.progress.source`) and takes what was read (:meth:`Reader.take`); the step
@@ -28,10 +30,13 @@ from kubetrain.api import naming
 from kubetrain.operator.policies import progress
 from kubetrain.operator.runtime import client
 
-__all__ = ["CONCURRENCY", "Reader"]
+__all__ = ["CONCURRENCY", "LAST_READ_DELAY", "Reader"]
 
 # Log reads in flight at once.
 CONCURRENCY = 4
+# How long after its job finished the first rank is read a last time: its agent prints its last
+# line when the kubelet stops it, after the main container ended.
+LAST_READ_DELAY = 5.0
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +49,7 @@ class _Job:
     due: float
     seen: progress.Reading | None = None  # the last reading told
     fresh: progress.Reading | None = None  # told, not taken yet
+    last: bool = False  # the job finished: read once more, then no more
 
 
 class Reader:
@@ -66,17 +72,22 @@ class Reader:
         """Call ``notify(namespace, name)`` when a job has a new reading to take."""
         self._notify = notify
 
-    def want(self, namespace: str, name: str, pod: str) -> None:
-        """Read the job's progress from ``pod``: at once if it is new, or its pod changed."""
+    def want(self, namespace: str, name: str, pod: str, *, finished: bool = False) -> None:
+        """Read the job's progress from ``pod``: at once if it is new, or its pod changed; once
+        ``finished``, a last time (only a job read while it ran), :data:`LAST_READ_DELAY` later."""
         key = f"{namespace}/{name}"
         job = self._jobs.get(key)
-        if job is not None and job.pod == pod:
-            return
         now = self.clock()
-        self._jobs[key] = _Job(
-            namespace=namespace, name=name, pod=pod, due=now, seen=job.seen if job else None
-        )
-        heapq.heappush(self._heap, (now, key))
+        if finished:
+            if job is None or job.last:
+                return
+            job.last, job.pod, job.due = True, pod, now + LAST_READ_DELAY
+        elif job is not None and job.pod == pod:
+            return
+        else:
+            job = _Job(namespace=namespace, name=name, pod=pod, due=now, seen=job.seen if job else None)
+            self._jobs[key] = job
+        heapq.heappush(self._heap, (job.due, key))
         self._wakeup.set()
 
     def forget(self, namespace: str, name: str) -> None:
@@ -137,8 +148,9 @@ class Reader:
         key = f"{job.namespace}/{job.name}"
         if self._jobs.get(key) is not job:
             return  # forgotten, or wanted from another pod, meanwhile
-        job.due = self.clock() + self.interval
-        heapq.heappush(self._heap, (job.due, key))
+        if not job.last:
+            job.due = self.clock() + self.interval
+            heapq.heappush(self._heap, (job.due, key))
         reading = progress.parse(job.pod, tail)
         if reading is not None and reading != job.seen:
             job.seen = job.fresh = reading

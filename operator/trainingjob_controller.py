@@ -239,14 +239,14 @@ class TrainingJobReconciler:
 
     def _progress(self, job: v1beta1.TrainingJob, inp: lifecycle.Input) -> lifecycle.Input:
         """``inp`` with the first rank's progress read since the job's last pass, if any: the reader
-        is told which pod stands for the job (none, once it has finished)."""
+        is told which pod stands for the job, and whether the job has finished."""
         if self.reader is None:
             return inp
         pod = progress.source(job, inp.pods, inp.defaults.progress_from)
         if pod is None:
             self.reader.forget(inp.namespace, inp.name)
             return inp
-        self.reader.want(inp.namespace, inp.name, pod.name)
+        self.reader.want(inp.namespace, inp.name, pod.name, finished=progress.finished(job))
         return attrs.evolve(inp, progress=self.reader.take(inp.namespace, inp.name))
 
     def _owned(self, inf: informer.Informer, key: str, job: v1beta1.TrainingJob) -> list[Obj]:

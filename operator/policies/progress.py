@@ -21,7 +21,16 @@ import attrs
 from kubetrain.api import observed, v1beta1
 from kubetrain.api.v1beta1 import progress_types
 
-__all__ = ["DEFAULT_INTERVAL_SECONDS", "TAIL_BYTES", "TAIL_LINES", "Reading", "parse", "source", "update"]
+__all__ = [
+    "DEFAULT_INTERVAL_SECONDS",
+    "TAIL_BYTES",
+    "TAIL_LINES",
+    "Reading",
+    "finished",
+    "parse",
+    "source",
+    "update",
+]
 
 # How often the operator reads a running job's progress by default (--progress-interval).
 DEFAULT_INTERVAL_SECONDS = 60.0
@@ -70,19 +79,27 @@ def _number(value: str) -> str:
 
 
 def source(job: v1beta1.TrainingJob, pods: Iterable[observed.Pod], replica_type: str) -> observed.Pod | None:
-    """The running pod of index 0 of ``replica_type`` whose progress stands for the job's: none
-    for a job without ``spec.progress``, or one that has finished."""
-    if job.spec.progress is None or job.status.state in (v1beta1.JobState.SUCCEEDED, v1beta1.JobState.FAILED):
+    """The pod of index 0 of ``replica_type`` whose progress stands for the job's: while the job
+    runs, that pod running; once it has finished, that pod as long as it is there (its agent's
+    last line, printed as it stopped, is read once more). None without ``spec.progress``."""
+    if job.spec.progress is None:
         return None
     lower = replica_type.lower()
     return next(
         (
             p
             for p in pods
-            if p.replica_type == lower and p.index == 0 and p.running and not p.deleting and not p.moving
+            if p.replica_type == lower
+            and p.index == 0
+            and not p.gone
+            and (finished(job) or (p.running and not p.deleting and not p.moving))
         ),
         None,
     )
+
+
+def finished(job: v1beta1.TrainingJob) -> bool:
+    return job.status.state in (v1beta1.JobState.SUCCEEDED, v1beta1.JobState.FAILED)
 
 
 def update(

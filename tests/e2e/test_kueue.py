@@ -135,6 +135,8 @@ def queued_job(name: str, queue: str, priority_class: str | None = None) -> dict
         policy["priorityClass"] = priority_class
     job = sample("pytorch-ddp", runPolicy__schedulingPolicy=policy)
     job["metadata"]["name"] = name
+    # The quota holds exactly one job's pods; progress's agent would add its own requests to each.
+    del job["spec"]["progress"]
     for replica in job["spec"]["replicaSpecs"].values():
         replica["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": str(CPU)}}
     return job

@@ -101,7 +101,10 @@ def test_the_first_rank_is_read_mpi_its_first_worker() -> None:
     assert lifecycle.Defaults.of(mpi.FRAMEWORK, mpi_job.spec).progress_from == "Worker"
     assert progress.source(a_ddp_job(2).build(), pods("master"), "Master") is None, "no spec.progress"
     done = attrs.evolve(job, status=v1beta1.TrainingJobStatus(state=S.SUCCEEDED))
-    assert progress.source(done, pods("master"), "Master") is None, "finished"
+    ended = [attrs.evolve(p, phase="Succeeded", running=False) for p in pods("master")]
+    assert progress.source(job, ended, "Master") is None, "a running job reads a running rank"
+    found = progress.source(done, ended, "Master")
+    assert found is not None, "a finished job's first rank is read a last time"
 
 
 # --- the status ----------------------------------------------------------------------------
@@ -352,3 +355,15 @@ def test_progress_read_shows_in_status() -> None:
     w.reconcile()
     assert w.status.progress is not None
     assert (w.status.progress.step, w.status.progress.pod) == (7, "pt-master-0")
+
+
+def test_a_template_that_says_null_for_its_lists_still_gets_the_progress_file() -> None:
+    """The hostile-input run found it: `volumes: null` crashed the webhook's rendering (a 500)."""
+    job = a_ddp_job(1).with_spec(progress=v1beta1.ProgressSpec()).build()
+    for rs in job.spec.replica_specs.values():
+        rs.template["spec"].update(volumes=None, initContainers=None)
+        rs.template["spec"]["containers"][0].update(volumeMounts=None)
+    objects = render.render(job, fw_registry.default().get("pytorch"))
+    pod = next(o for o in objects if o["kind"] == "Pod")
+    assert [v["name"] for v in pod["spec"]["volumes"]] == [naming.PROGRESS_VOLUME]
+    assert pod["spec"]["initContainers"][0]["name"] == naming.AGENT

@@ -1,0 +1,108 @@
+"""The progress reader's schedule: each job read at most once per interval, beside the workers; a
+new line told once; a finished job read a last time; a forgotten one never again.
+
+The apiserver is a stand-in that answers log reads from a dict (the reads against a real one
+are tests/integration/test_progress.py and tests/e2e/test_progress.py); the clock is the test's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kubetrain.operator import progress_reader
+from kubetrain.operator.policies import progress
+from kubetrain.operator.runtime import client
+
+
+class Logs:
+    def __init__(self) -> None:
+        self.lines: dict[str, str] = {}
+        self.reads: list[str] = []
+
+    async def request(self, method: str, resource: client.Resource, **kw: Any) -> str:
+        assert (method, resource, kw["subresource"], kw["text"]) == ("GET", client.PODS, "log", True)
+        self.reads.append(kw["name"])
+        if kw["name"] not in self.lines:
+            raise client.ApiError(400, "BadRequest", "container is waiting to start")
+        return self.lines[kw["name"]]
+
+
+def reader() -> tuple[progress_reader.Reader, Logs, list[float], list[tuple[str, str]]]:
+    logs, now, told = Logs(), [0.0], []
+    r = progress_reader.Reader(logs, interval=60, clock=lambda: now[0])  # type: ignore[arg-type]
+    r.listen(lambda ns, name: told.append((ns, name)))
+    return r, logs, now, told
+
+
+def test_a_job_is_read_at_once_then_once_an_interval_and_a_new_line_told_once() -> None:
+    r, logs, now, told = reader()
+    logs.lines["j-master-0"] = "progress step=5 total=10\n"
+    r.want("ns", "j", "j-master-0")
+    r.want("ns", "j", "j-master-0")  # asked again by the next pass: still one read
+    assert asyncio.run(r.read_due()) == 1
+    assert told == [("ns", "j")]
+    assert r.take("ns", "j") == progress.Reading(pod="j-master-0", step=5, total=10)
+    assert r.take("ns", "j") is None, "taken once"
+    now[0] = 59
+    assert asyncio.run(r.read_due()) == 0
+    now[0] = 60
+    assert asyncio.run(r.read_due()) == 1
+    assert told == [("ns", "j")], "the same line is not told again"
+    logs.lines["j-master-0"] = "progress step=5 total=10\nprogress step=7 total=10\n"
+    now[0] = 120
+    asyncio.run(r.read_due())
+    assert told == [("ns", "j")] * 2
+    assert r.take("ns", "j") == progress.Reading(pod="j-master-0", step=7, total=10)
+
+
+def test_an_unreadable_log_is_read_again_an_interval_later() -> None:
+    r, _logs, now, told = reader()
+    r.want("ns", "j", "j-master-0")
+    assert asyncio.run(r.read_due()) == 1
+    assert r.take("ns", "j") is None
+    assert told == []
+    now[0] = 60
+    assert asyncio.run(r.read_due()) == 1
+
+
+def test_a_finished_job_is_read_a_last_time_and_a_forgotten_one_never() -> None:
+    r, logs, now, _told = reader()
+    logs.lines["j-master-0"] = "progress step=130 total=200\n"
+    r.want("ns", "j", "j-master-0")
+    asyncio.run(r.read_due())
+    logs.lines["j-master-0"] += "progress step=200 total=200\n"  # printed as its agent stopped
+    now[0] = 10
+    r.want("ns", "j", "j-master-0", finished=True)
+    assert asyncio.run(r.read_due()) == 0, "not before its agent had time to print"
+    now[0] = 10 + progress_reader.LAST_READ_DELAY
+    assert asyncio.run(r.read_due()) == 1
+    assert r.take("ns", "j") == progress.Reading(pod="j-master-0", step=200, total=200)
+    now[0] = 1000
+    r.want("ns", "j", "j-master-0", finished=True)
+    assert asyncio.run(r.read_due()) == 0, "read once after it finished"
+    # A job never read while it ran (finished before, the operator since restarted) is not read.
+    r.want("ns", "other", "other-master-0", finished=True)
+    r.want("ns", "gone", "gone-master-0")
+    r.forget("ns", "gone")
+    assert asyncio.run(r.read_due()) == 0
+    assert logs.reads == ["j-master-0", "j-master-0"]
+
+
+def test_reads_are_bounded_in_flight() -> None:
+    r, logs, _now, told = reader()
+    inflight, most = [0], [0]
+
+    async def slow(method: str, resource: client.Resource, **kw: Any) -> str:
+        inflight[0] += 1
+        most[0] = max(most[0], inflight[0])
+        await asyncio.sleep(0.01)
+        inflight[0] -= 1
+        return "progress step=1\n"
+
+    logs.request = slow  # type: ignore[method-assign]
+    for i in range(20):
+        r.want("ns", f"j{i}", f"j{i}-master-0")
+    assert asyncio.run(r.read_due()) == 20
+    assert most[0] == progress_reader.CONCURRENCY
+    assert len(told) == 20
