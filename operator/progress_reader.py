@@ -10,8 +10,8 @@ state and every new job. Once the job has finished, its first rank is read a las
 resumed end of a run can outpace the agent's printing, and the status would show a step from
 before the end.
 
-The reconciler only says which pod stands for a job (:meth:`Reader.want`, :meth:`Reader.forget`,
-from :func:`.policies.progress.source`) and takes what was read (:meth:`Reader.take`); the step
+The reconciler only says which pod stands for a job (:meth:`Reader.want`, :meth:`Reader.pause`
+while none runs, :meth:`Reader.forget` once the job is gone; from :func:`.policies.progress.source`) and takes what was read (:meth:`Reader.take`); the step
 decides what the status makes of it (:func:`.policies.progress.update`).
 """
 
@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import heapq
 import logging
+import math
 import time
 from collections.abc import Callable
 
@@ -50,6 +51,7 @@ class _Job:
     seen: progress.Reading | None = None  # the last reading told
     fresh: progress.Reading | None = None  # told, not taken yet
     last: bool = False  # the job finished: read once more, then no more
+    paused: bool = False  # its first rank does not run now (it ended, or is being made again)
 
 
 class Reader:
@@ -73,22 +75,30 @@ class Reader:
         self._notify = notify
 
     def want(self, namespace: str, name: str, pod: str, *, finished: bool = False) -> None:
-        """Read the job's progress from ``pod``: at once if it is new, or its pod changed; once
-        ``finished``, a last time (only a job read while it ran), :data:`LAST_READ_DELAY` later."""
+        """Read the job's progress from ``pod``: at once if it is new, its pod changed or it was
+        paused; once ``finished``, a last time (only a job read while it ran),
+        :data:`LAST_READ_DELAY` later."""
         key = f"{namespace}/{name}"
         job = self._jobs.get(key)
         now = self.clock()
         if finished:
             if job is None or job.last:
                 return
-            job.last, job.pod, job.due = True, pod, now + LAST_READ_DELAY
-        elif job is not None and job.pod == pod:
+            job.last, job.paused, job.pod, job.due = True, False, pod, now + LAST_READ_DELAY
+        elif job is not None and job.pod == pod and not job.paused:
             return
         else:
             job = _Job(namespace=namespace, name=name, pod=pod, due=now, seen=job.seen if job else None)
             self._jobs[key] = job
         heapq.heappush(self._heap, (job.due, key))
         self._wakeup.set()
+
+    def pause(self, namespace: str, name: str) -> None:
+        """No reads while the job's first rank does not run; it is still read a last time when
+        the job finishes (the pod that ended is there)."""
+        job = self._jobs.get(f"{namespace}/{name}")
+        if job is not None and not job.last:
+            job.paused, job.due = True, math.inf
 
     def forget(self, namespace: str, name: str) -> None:
         self._jobs.pop(f"{namespace}/{name}", None)
@@ -148,7 +158,7 @@ class Reader:
         key = f"{job.namespace}/{job.name}"
         if self._jobs.get(key) is not job:
             return  # forgotten, or wanted from another pod, meanwhile
-        if not job.last:
+        if not job.last and not job.paused:
             job.due = self.clock() + self.interval
             heapq.heappush(self._heap, (job.due, key))
         reading = progress.parse(job.pod, tail)

@@ -131,7 +131,12 @@ class TrainingJobReconciler:
         if job.spec.run_policy.managed_by not in (None, MANAGER_NAME):
             return rec.Result()
         # Decide, from the status, what the caches show now and the first rank's progress.
-        return await self._act(obj, job, fw, lifecycle.step(self._progress(job, self._input(job, fw))))
+        inp = self._progress(job, self._input(job, fw))
+        decision = lifecycle.step(inp)
+        result = await self._act(obj, job, fw, decision)
+        # A job that finished now has its first rank read a last time.
+        self._progress_ends(job, inp, decision.status)
+        return result
 
     async def _act(
         self,
@@ -244,10 +249,23 @@ class TrainingJobReconciler:
             return inp
         pod = progress.source(job, inp.pods, inp.defaults.progress_from)
         if pod is None:
-            self.reader.forget(inp.namespace, inp.name)
+            # Its first rank ended (the job is about to finish), or is made again: read it no more
+            # until it runs, or a last time once the job has finished.
+            self.reader.pause(inp.namespace, inp.name)
             return inp
-        self.reader.want(inp.namespace, inp.name, pod.name, finished=progress.finished(job))
+        self.reader.want(inp.namespace, inp.name, pod.name, finished=progress.finished(job.status))
         return attrs.evolve(inp, progress=self.reader.take(inp.namespace, inp.name))
+
+    def _progress_ends(
+        self, job: v1beta1.TrainingJob, inp: lifecycle.Input, status: v1beta1.TrainingJobStatus
+    ) -> None:
+        """A job that finished in this pass has its first rank read a last time: no pass may follow
+        (its own status write brings none)."""
+        if self.reader is None or progress.finished(job.status) or not progress.finished(status):
+            return
+        pod = progress.source(attrs.evolve(job, status=status), inp.pods, inp.defaults.progress_from)
+        if pod is not None:
+            self.reader.want(inp.namespace, inp.name, pod.name, finished=True)
 
     def _owned(self, inf: informer.Informer, key: str, job: v1beta1.TrainingJob) -> list[Obj]:
         """The objects filed under the job's name that this very job controls.

@@ -92,14 +92,14 @@ def source(job: v1beta1.TrainingJob, pods: Iterable[observed.Pod], replica_type:
             if p.replica_type == lower
             and p.index == 0
             and not p.gone
-            and (finished(job) or (p.running and not p.deleting and not p.moving))
+            and (finished(job.status) or (p.running and not p.deleting and not p.moving))
         ),
         None,
     )
 
 
-def finished(job: v1beta1.TrainingJob) -> bool:
-    return job.status.state in (v1beta1.JobState.SUCCEEDED, v1beta1.JobState.FAILED)
+def finished(status: v1beta1.TrainingJobStatus) -> bool:
+    return status.state in (v1beta1.JobState.SUCCEEDED, v1beta1.JobState.FAILED)
 
 
 def update(

@@ -73,6 +73,11 @@ def test_a_finished_job_is_read_a_last_time_and_a_forgotten_one_never() -> None:
     asyncio.run(r.read_due())
     logs.lines["j-master-0"] += "progress step=200 total=200\n"  # printed as its agent stopped
     now[0] = 10
+    # The pass that sees the first rank ended comes before the one that sees the job finished.
+    r.pause("ns", "j")
+    now[0] = 70
+    assert asyncio.run(r.read_due()) == 0, "no reads while it does not run"
+    now[0] = 10
     r.want("ns", "j", "j-master-0", finished=True)
     assert asyncio.run(r.read_due()) == 0, "not before its agent had time to print"
     now[0] = 10 + progress_reader.LAST_READ_DELAY
