@@ -19,7 +19,7 @@ import attrs
 
 from kubetrain.api import naming, wire
 
-__all__ = ["IMAGE_PULL_REASONS", "NODE_NAME_FIELD", "Pod", "Service", "avoided_nodes"]
+__all__ = ["IMAGE_PULL_REASONS", "NODE_NAME_FIELD", "Pod", "Service", "avoided_nodes", "has_agent"]
 
 # The field a node selector term matches a node's name by.
 NODE_NAME_FIELD = "metadata.name"
@@ -172,7 +172,7 @@ class Pod:
             ),
             running=any("running" in (c.get("state") or {}) for c in status.get("containerStatuses", [])),
             started_at=None
-            if not any(c.get("name") == naming.AGENT for c in status.get("initContainerStatuses", []))
+            if not has_agent(status)
             else max(
                 (
                     t
@@ -215,6 +215,14 @@ def _restarts(
             ):
                 pending += 1  # stopped, and not yet waiting out the back-off
     return restarts, pending
+
+
+def has_agent(status: Mapping[str, Any]) -> bool:
+    """Whether a pod's status shows kubetrain's agent (a hang is judged by it, and by start times)."""
+    return any(
+        isinstance(c, Mapping) and c.get("name") == naming.AGENT
+        for c in status.get("initContainerStatuses") or ()
+    )
 
 
 def _hung_at(init: list[Mapping[str, Any]]) -> datetime.datetime | None:

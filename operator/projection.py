@@ -195,10 +195,7 @@ def _pod_status(status: Mapping[str, Any]) -> Obj:
         out["reason"] = _text(status["reason"])
     # A malformed list is left out rather than raised: the informer must go on. Start times are
     # kept only in a pod with kubetrain's agent, which a hang is judged by (observed.Pod.hung_at).
-    agent = any(
-        isinstance(c, Mapping) and c.get("name") == naming.AGENT
-        for c in status.get("initContainerStatuses") or ()
-    )
+    agent = observed.has_agent(status)
     for key in ("initContainerStatuses", "containerStatuses"):
         if status.get(key):
             out[key] = [_share(_container(c, timed=agent)) for c in status[key] if isinstance(c, Mapping)]
