@@ -133,10 +133,18 @@ echo "kubetrain barrier: attempt $attempt starts"
 """
 
 
-def add(spec: Object, main: Object, *, in_place: bool, progress: v1beta1.ProgressSpec | None) -> None:
+def add(
+    spec: Object, main: Object, *, in_place: bool, progress: v1beta1.ProgressSpec | None, watched: bool = True
+) -> None:
     """Give the pod ``spec``, whose main container is ``main``, its agent (and, ``in_place``, its
-    barrier); with ``progress``, the progress file in every one of its regular containers."""
+    barrier); with ``progress``, the progress file in every one of its regular containers. A pod
+    restarted in place always has its agent; otherwise only a ``watched`` one does: where a hang is
+    to be found (a deadline), or whose progress is read (the first rank). The other ranks write
+    their file all the same, into a volume nobody reads: a sidecar per pod costs a busy cluster."""
     if not in_place and progress is None:
+        return
+    if not in_place and not watched:
+        _progress_file(spec, [])
         return
     attempt = [{"name": VOLUME, "mountPath": MOUNT, "readOnly": True}] if in_place else []
     agent = _container(naming.AGENT, _agent_script(in_place, progress), main, attempt)
@@ -168,14 +176,19 @@ def add(spec: Object, main: Object, *, in_place: bool, progress: v1beta1.Progres
         ]
         own.append(_container(naming.BARRIER, _BARRIER, main, attempt))
     if progress is not None:
-        _items(spec, "volumes").append({"name": naming.PROGRESS_VOLUME, "emptyDir": {}})
-        mount = {"name": naming.PROGRESS_VOLUME, "mountPath": naming.PROGRESS_DIR}
-        for c in (agent, *_items(spec, "containers")):
-            _items(c, "volumeMounts").append(dict(mount))
-            env = _items(c, "env")
-            if c is not agent and not any(e.get("name") == naming.PROGRESS_FILE_ENV for e in env):
-                env.append({"name": naming.PROGRESS_FILE_ENV, "value": naming.PROGRESS_FILE})
+        _progress_file(spec, [agent])
     spec["initContainers"] = [*own, *_items(spec, "initContainers")]
+
+
+def _progress_file(spec: Object, agents: list[Object]) -> None:
+    """The progress volume in every regular container (named by its env) and in ``agents``."""
+    _items(spec, "volumes").append({"name": naming.PROGRESS_VOLUME, "emptyDir": {}})
+    mount = {"name": naming.PROGRESS_VOLUME, "mountPath": naming.PROGRESS_DIR}
+    for c in (*agents, *_items(spec, "containers")):
+        _items(c, "volumeMounts").append(dict(mount))
+        env = _items(c, "env")
+        if c not in agents and not any(e.get("name") == naming.PROGRESS_FILE_ENV for e in env):
+            env.append({"name": naming.PROGRESS_FILE_ENV, "value": naming.PROGRESS_FILE})
 
 
 def _items(obj: Object, key: str) -> list[Any]:

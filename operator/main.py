@@ -110,6 +110,14 @@ def parser() -> argparse.ArgumentParser:
         help="seconds between two reads of a running job's progress (spec.progress), and so at most "
         f"one status write per job per this long for progress (default {progress.DEFAULT_INTERVAL_SECONDS:g})",
     )
+    p.add_argument(
+        "--progress-reads-per-second",
+        type=_per_second,
+        default=progress_reader.DEFAULT_BUDGET,
+        help="progress reads a second for the whole operator, and so status writes for progress at most; "
+        "with more running jobs than this times --progress-interval, each is read every jobs/this "
+        f"seconds instead (default {progress_reader.DEFAULT_BUDGET:g})",
+    )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.add_argument("--log-format", default="json", choices=["json", "text"])
     return p
@@ -119,6 +127,13 @@ def _seconds(text: str) -> float:
     value = float(text)
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+    return value
+
+
+def _per_second(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 a second, got {text}")
     return value
 
 
@@ -159,7 +174,9 @@ def build(
     tombstones = cache.Tombstones(cache.by_owner())
     children[client.PODS].add_handler(tombstones.handler)
     # The first ranks' progress (spec.progress), read beside the reconcile workers.
-    reader = progress_reader.Reader(api, interval=args.progress_interval)
+    reader = progress_reader.Reader(
+        api, interval=args.progress_interval, budget=args.progress_reads_per_second
+    )
     reconciler = trainingjob_controller.TrainingJobReconciler(
         api,
         jobs=jobs,
@@ -186,8 +203,12 @@ def build(
     trainingjobs = controller.Controller(
         "trainingjob", reconciler, jobs, owned, workers=args.max_concurrent_reconciles
     )
-    # A new reading asks for the job's pass behind every change of state and every new job.
-    reader.listen(lambda ns, name: trainingjobs.queue.add(reconcile.Request(ns, name), workqueue.LOW))
+    # Progress fills idle time: no read while other passes wait, and a new reading asks for the
+    # job's pass behind every change of state and every new job.
+    reader.listen(
+        lambda ns, name: trainingjobs.queue.add(reconcile.Request(ns, name), workqueue.BACKGROUND),
+        busy=lambda: trainingjobs.queue.highest_waiting() not in (None, workqueue.BACKGROUND),
+    )
     mgr.add(trainingjobs)
     mgr.add(reader)
     return mgr

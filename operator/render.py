@@ -303,8 +303,13 @@ def _pod(
         _add_env(container, fw.env(world, r))
     else:
         _add_env(container, {**restart_env, **fw.env(world, r)})
-        # The progress file, and the agent that reads it.
-        agent.add(spec, container, in_place=False, progress=progress)
+        # The progress file, and the agent that reads it where a hang is to be found or the
+        # job's progress is read.
+        watched = progress is not None and (
+            progress.deadline_seconds is not None
+            or (r.index == 0 and r.type == fw.progress_type(world.job.spec))
+        )
+        agent.add(spec, container, in_place=False, progress=progress, watched=watched)
     _add_port(container, fw.port_name, r.port)
     if has_files:
         spec.setdefault("volumes", []).append(

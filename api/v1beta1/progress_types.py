@@ -3,9 +3,10 @@
 ``spec.progress`` turns it on. Every regular container of every pod then finds the file
 ``KUBETRAIN_PROGRESS_FILE`` names, and a training process reports by replacing its content with
 one line (:data:`LINE`), ``step=120 total=1000 loss=0.53``: it needs no credentials, no network
-and no kubetrain package. kubetrain's agent in each pod reads the file; the operator reads the
-first rank's line at most once per ``--progress-interval`` into ``status.progress`` (the step,
-the metrics, when the step last moved, the rate and an estimate of the time left).
+and no kubetrain package. kubetrain's agent reads the file (in the first rank's pod, or in every
+pod when a deadline is set); the operator reads the first rank's line at most once per
+``--progress-interval``, on one budget of reads for the whole operator, into ``status.progress``
+(the step, the metrics, when the step last moved, the rate and an estimate of the time left).
 
 With ``deadlineSeconds``, a rank whose line has not changed for that long, once it has reported
 at least once and ``startupGraceSeconds`` after that first report, is *hung*: its agent

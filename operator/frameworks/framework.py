@@ -156,6 +156,18 @@ class Framework:
     def restart_scope_of(self, spec: v1beta1.TrainingJobSpec) -> v1beta1.RestartScope:
         return self.scope(spec) if self.scope is not None else self.restart_scope
 
+    def progress_type(self, spec: v1beta1.TrainingJobSpec) -> str:
+        """The job's replica type whose index 0 is read for its progress: ``progress_from``'s,
+        else the first the framework's success rule names."""
+        wanted = self.progress_from
+        found = next(
+            (k for k in spec.replica_specs if wanted and fnmatch.fnmatchcase(k.lower(), wanted.lower())), None
+        )
+        if found is not None:
+            return found
+        success = self.success(spec)
+        return success.targets[0].replica_type if success.targets else ""
+
     def starts_late(self, key: str) -> bool:
         """Whether pods of replica type ``key`` are created only once others are ready."""
         return any(fnmatch.fnmatchcase(key.lower(), name.lower()) for name in self.start_after)

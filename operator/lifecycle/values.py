@@ -42,14 +42,11 @@ class Defaults:
         for key, rs in spec.replica_specs.items():
             main = fw_contract.main_container(rs.template, fw.container)
             containers[key] = main["name"] if main is not None else fw.container
-        success = fw.success(spec)
-        decider = success.targets[0].replica_type if success.targets else ""
-        wanted = (fw.progress_from,) if fw.progress_from else None
         return cls(
-            progress_from=next((k for k in spec.replica_specs if wanted and matches(k, wanted)), decider),
+            progress_from=fw.progress_type(spec),
             restart_policy=fw.restart_policy,
             restart_scope=fw.restart_scope_of(spec),
-            success=success,
+            success=fw.success(spec),
             containers=containers,
             start_after={
                 key: tuple(k for k in spec.replica_specs if matches(k, after))

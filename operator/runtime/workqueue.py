@@ -15,7 +15,9 @@
   added again with a higher priority moves up, never down. The controller gives a job's
   first pass (and everything the initial list brings) :data:`LOW`, so thousands of new jobs
   never hold back the status of a job whose pods just changed — controller-runtime's
-  priority queue does the same.
+  priority queue does the same. :data:`BACKGROUND` is below both, for work that only fills idle
+  time (a job's progress), and :meth:`highest_waiting` tells such work whether anything else
+  waits.
 
 The bookkeeping is synchronous (:meth:`get_nowait`) and driven by an injected clock, so
 it is property-tested without an event loop; :meth:`get` is the async wait around it.
@@ -33,12 +35,13 @@ from typing import Generic, Protocol, TypeVar
 
 from kubetrain.operator.runtime import ratelimit
 
-__all__ = ["LOW", "NORMAL", "NoMetrics", "QueueMetrics", "WorkQueue"]
+__all__ = ["BACKGROUND", "LOW", "NORMAL", "NoMetrics", "QueueMetrics", "WorkQueue"]
 
 K = TypeVar("K", bound=Hashable)
 
 NORMAL = 0
 LOW = -100
+BACKGROUND = -200
 
 
 class QueueMetrics(Protocol):
@@ -191,6 +194,13 @@ class WorkQueue(Generic[K]):
 
     def __len__(self) -> int:
         return len(self._waiting)
+
+    def highest_waiting(self) -> int | None:
+        """The priority of the key handed out next, if one waits (delayed keys do not wait yet)."""
+        self._promote_due()
+        while self._heap and self._waiting.get(self._heap[0][2]) != self._heap[0][1]:
+            heapq.heappop(self._heap)  # dead: its key moved up, or was handed out
+        return -self._heap[0][0] if self._heap else None
 
     def processing(self) -> frozenset[K]:
         return frozenset(self._processing)

@@ -11,7 +11,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from kubetrain.operator.runtime import ratelimit, workqueue
 
 KEYS = st.sampled_from(["a", "b", "c", "d"])
-PRIORITIES = st.sampled_from([workqueue.LOW, workqueue.NORMAL, 7])
+PRIORITIES = st.sampled_from([workqueue.BACKGROUND, workqueue.LOW, workqueue.NORMAL, 7])
 
 
 class FakeClock:
@@ -128,15 +128,20 @@ TestQueueMachine = QueueMachine.TestCase
 @given(st.lists(st.tuples(KEYS, PRIORITIES), max_size=30))
 def test_the_highest_priority_waiting_goes_first(adds: list[tuple[str, int]]) -> None:
     """Drained without workers in between: each key once, at the highest priority it was added
-    with, highest first, and in order of (last) promotion within a priority."""
+    with, highest first, and in order of (last) promotion within a priority; the priority of the
+    next one known beforehand."""
     queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(clock=FakeClock())
     for key, priority in adds:
         queue.add(key, priority)
-    drained = []
-    while (key := queue.get_nowait()) is not None:
+    drained, tops = [], []
+    while True:
+        tops.append(queue.highest_waiting())
+        if (key := queue.get_nowait()) is None:
+            break
         drained.append(key)
     best = {k: max(p for kk, p in adds if kk == k) for k, _ in adds}
     assert sorted(drained) == sorted(best)
+    assert tops == [best[k] for k in drained] + [None], "what waits is told before it is handed out"
     assert [best[k] for k in drained] == sorted((best[k] for k in drained), reverse=True)
     # Within a priority: the order in which keys first reached it.
     reached = {}

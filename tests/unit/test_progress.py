@@ -174,6 +174,38 @@ def test_without_progress_nothing_is_added_and_without_a_deadline_no_hang_is_sai
     assert f"exit {naming.HUNG_EXIT_CODE}" not in reading["spec"]["initContainers"][0]["command"][-1]
 
 
+@pytest.mark.parametrize(
+    ("framework", "replicas", "read"),
+    [
+        ("pytorch", {"Master": 1, "Worker": 3}, "master-0"),
+        ("mpi", {"Launcher": 1, "Worker": 3}, "worker-0"),
+    ],
+)
+def test_without_a_deadline_only_the_rank_whose_progress_is_read_has_an_agent(
+    framework: str, replicas: dict[str, int], read: str
+) -> None:
+    def agents(spec: v1beta1.ProgressSpec, method: M | None = None) -> set[str]:
+        b = a_job("j").framework(framework)
+        for rtype, n in replicas.items():
+            b = b.replicas(rtype, n)
+        job = b.with_spec(progress=spec, failure_policy=v1beta1.FailurePolicy(restart_method=method)).build()
+        objects = render.render(job, fw_registry.default().get(framework), in_place=method is M.IN_PLACE)
+        pods = [o for o in objects if o["kind"] == "Pod"]
+        for pod in pods:  # every rank may write its file, read or not
+            env = {e["name"] for c in pod["spec"]["containers"] for e in c.get("env", [])}
+            assert naming.PROGRESS_FILE_ENV in env, pod["metadata"]["name"]
+        return {
+            pod["metadata"]["name"].split("-", 1)[1]
+            for pod in pods
+            if any(c["name"] == naming.AGENT for c in pod["spec"].get("initContainers") or [])
+        }
+
+    everyone = {f"{t.lower()}-{i}" for t, n in replicas.items() for i in range(n)}
+    assert agents(v1beta1.ProgressSpec()) == {read}
+    assert agents(v1beta1.ProgressSpec(deadline_seconds=60)) == everyone, "a hang may be any rank's"
+    assert agents(v1beta1.ProgressSpec(), M.IN_PLACE) == everyone, "the agent restarts pods in place"
+
+
 def test_in_place_and_progress_share_one_agent() -> None:
     pod = rendered(v1beta1.ProgressSpec(deadline_seconds=60), M.IN_PLACE)
     agent_, barrier = pod["spec"]["initContainers"][:2]

@@ -1,5 +1,6 @@
 """The progress reader's schedule: each job read at most once per interval, beside the workers; a
-new line told once; a finished job read a last time; a forgotten one never again.
+new line told once; a finished job read a last time; a forgotten one never again; the whole
+operator's reads on one budget, and none while other work waits.
 
 The apiserver is a stand-in that answers log reads from a dict (the reads against a real one
 are tests/integration/test_progress.py and tests/e2e/test_progress.py); the clock is the test's.
@@ -28,10 +29,12 @@ class Logs:
         return self.lines[kw["name"]]
 
 
-def reader() -> tuple[progress_reader.Reader, Logs, list[float], list[tuple[str, str]]]:
+def reader(
+    budget: float = progress_reader.DEFAULT_BUDGET, busy: list[bool] | None = None
+) -> tuple[progress_reader.Reader, Logs, list[float], list[tuple[str, str]]]:
     logs, now, told = Logs(), [0.0], []
-    r = progress_reader.Reader(logs, interval=60, clock=lambda: now[0])  # type: ignore[arg-type]
-    r.listen(lambda ns, name: told.append((ns, name)))
+    r = progress_reader.Reader(logs, interval=60, budget=budget, clock=lambda: now[0])  # type: ignore[arg-type]
+    r.listen(lambda ns, name: told.append((ns, name)), busy=lambda: bool(busy and busy[0]))
     return r, logs, now, told
 
 
@@ -77,10 +80,9 @@ def test_a_finished_job_is_read_a_last_time_and_a_forgotten_one_never() -> None:
     r.pause("ns", "j")
     now[0] = 70
     assert asyncio.run(r.read_due()) == 0, "no reads while it does not run"
-    now[0] = 10
     r.want("ns", "j", "j-master-0", finished=True)
     assert asyncio.run(r.read_due()) == 0, "not before its agent had time to print"
-    now[0] = 10 + progress_reader.LAST_READ_DELAY
+    now[0] = 70 + progress_reader.LAST_READ_DELAY
     assert asyncio.run(r.read_due()) == 1
     assert r.take("ns", "j") == progress.Reading(pod="j-master-0", step=200, total=200)
     now[0] = 1000
@@ -95,7 +97,7 @@ def test_a_finished_job_is_read_a_last_time_and_a_forgotten_one_never() -> None:
 
 
 def test_reads_are_bounded_in_flight() -> None:
-    r, logs, _now, told = reader()
+    r, logs, _now, told = reader(budget=100)
     inflight, most = [0], [0]
 
     async def slow(method: str, resource: client.Resource, **kw: Any) -> str:
@@ -111,3 +113,56 @@ def test_reads_are_bounded_in_flight() -> None:
     assert asyncio.run(r.read_due()) == 20
     assert most[0] == progress_reader.CONCURRENCY
     assert len(told) == 20
+
+
+def test_the_operator_reads_at_most_its_budget_and_jobs_take_turns_oldest_first() -> None:
+    r, logs, now, _told = reader(budget=2)
+    for i in range(200):  # more than budget x interval = 120
+        logs.lines[f"j{i}-master-0"] = "progress step=1\n"
+        r.want("ns", f"j{i}", f"j{i}-master-0")
+        now[0] += 0.001
+    reads = 0
+    for tick in range(1, 3001):
+        now[0] = tick / 10
+        reads += asyncio.run(r.read_due())
+    # 2 a second for 300 s (the first second's on top): each job read every 200 / 2 = 100 s, not 60.
+    assert reads == 2 * 300 + 1
+    counts = {name: logs.reads.count(name) for name in set(logs.reads)}
+    assert len(counts) == 200
+    assert set(counts.values()) <= {3, 4}, counts
+    assert logs.reads[:200] == [f"j{i}-master-0" for i in range(200)], "in the order they were wanted"
+
+
+def test_a_last_read_goes_before_the_running_jobs_turns() -> None:
+    r, logs, now, _told = reader(budget=1)
+    for i in range(5):
+        r.want("ns", f"j{i}", f"j{i}-master-0")
+    now[0] = 1
+    asyncio.run(r.read_due())
+    assert logs.reads == ["j0-master-0"]
+    r.want("ns", "j0", "j0-master-0", finished=True)
+    now[0] = 1 + progress_reader.LAST_READ_DELAY
+    assert asyncio.run(r.read_due()) == 1
+    assert logs.reads[-1] == "j0-master-0", "the finished job's last read, ahead of j1..j4 waiting since 0"
+
+
+def test_no_read_starts_while_the_controller_is_busy() -> None:
+    busy = [True]
+    r, _logs, now, _told = reader(busy=busy)
+    r.want("ns", "j", "j-master-0")
+    now[0] = 100
+    assert asyncio.run(r.read_due()) == 0
+    assert r.next_wait() == progress_reader.BUSY_POLL
+    busy[0] = False
+    assert asyncio.run(r.read_due()) == 1
+    assert r.next_wait() == 60, "then the next turn, an interval later"
+
+
+def test_the_wait_before_the_next_read_is_until_a_job_is_due_or_the_budget_has_room() -> None:
+    r, _logs, now, _told = reader(budget=2)
+    assert r.next_wait() is None, "no job: wait for one"
+    for i in range(3):
+        r.want("ns", f"j{i}", f"j{i}-master-0")
+    now[0] = 0.5
+    assert asyncio.run(r.read_due()) == 2, "one second's worth at most"
+    assert r.next_wait() == 0.5, "a token in half a second at 2 a second"
