@@ -64,10 +64,12 @@ def start(
     apiserver_args: tuple[str, ...] = (),
     scheduler_args: tuple[str, ...] = (),
     root: pathlib.Path | None = None,
+    seed_images: bool = False,
 ) -> Cluster:
     """Start a cluster; on any failure, stop what was started and raise.
 
-    ``root`` is the repository, for the images real nodes run (default: the working directory).
+    ``root`` is the repository, for the images real nodes run (default: the working directory);
+    with ``seed_images`` they also hold the stand-ins for the first operators' README images.
     """
     owns = workdir is None
     wd = workdir_.create() if workdir is None else workdir
@@ -83,17 +85,18 @@ def start(
         scheduler_args=scheduler_args,
     )
     try:
-        _start(cluster, real_nodes, root or pathlib.Path.cwd(), timeout)
+        _start(cluster, real_nodes, root or pathlib.Path.cwd(), timeout, seed_images)
     except BaseException:
         cluster.stop()
         raise
     return cluster
 
 
-def _start(c: Cluster, real_nodes: int, root: pathlib.Path, timeout: float) -> None:
+def _start(c: Cluster, real_nodes: int, root: pathlib.Path, timeout: float, seed_images: bool) -> None:
     if real_nodes:
         # Built first: the apiserver binds the node network's host address.
-        archives = [images.build(i) for i in images.for_nodes(root, pathlib.Path(c.bins["pause"]))]
+        wanted = images.for_nodes(root, pathlib.Path(c.bins["pause"]), seeds=seed_images)
+        archives = [images.build(i) for i in wanted]
         c.network = network.create(c.workdir, pathlib.Path(c.bins["pause"]), controlplane.SERVICE_CIDR)
         c.host = c.network.host_ip
         c.apiserver_args = (*REAL_NODE_APISERVER_ARGS, *c.apiserver_args)

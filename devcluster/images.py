@@ -16,7 +16,9 @@ The recipes kubetrain's local cluster uses: :func:`pause` (the pod sandbox, a st
 program from ``hack/pause.go``), :func:`examples` (Python, PyTorch, Open MPI and sshd, with
 the training scripts of ``samples/scripts``), :func:`operator` (kubetrain itself, as
 the Dockerfile installs it) and :func:`tensorboard` (TensorBoard from PyPI, what a job's
-``spec.tensorboard`` runs by default).
+``spec.tensorboard`` runs by default). The node tier adds :func:`tensorflow`, :func:`mxnet` and
+:func:`chainer`: stand-ins for the images the first operators' READMEs name, built here and
+known by those names too (``aliases``), so that their converted jobs run verbatim.
 """
 
 from __future__ import annotations
@@ -41,13 +43,16 @@ __all__ = [
     "BuildError",
     "Image",
     "build",
+    "chainer",
     "digest",
     "examples",
     "for_nodes",
     "load",
+    "mxnet",
     "operator",
     "pause",
     "tensorboard",
+    "tensorflow",
 ]
 
 # Bump when the way an image is built changes, so cached archives are rebuilt.
@@ -74,6 +79,10 @@ class Image:
     # Pinned requirements ("name==version") installed into that venv from PyPI's wheels for the
     # image's Python, with no dependency resolution: the list is complete, or the install fails.
     requirements: tuple[str, ...] = ()
+    # Pinned source distributions ("name==version") that PyPI has no wheel of: built into wheels
+    # here (with ``build_constraints`` for their build environment) and installed like requirements.
+    sdists: tuple[str, ...] = ()
+    build_constraints: tuple[str, ...] = ()
     # shell commands run in the root filesystem (chroot) once everything else is in
     fixes: tuple[str, ...] = ()
     entrypoint: tuple[str, ...] = ()
@@ -81,6 +90,12 @@ class Image:
     env: tuple[str, ...] = ()
     user: str = ""
     workdir: str = ""
+    # The Debian release of the root filesystem, and its Python (whose wheels are downloaded).
+    suite: str = SUITE
+    python: str = "3.11"
+    # More names for the same image (fully qualified, as the CRI resolves them): a seed job's
+    # image, made here as a stand-in for the one its README names.
+    aliases: tuple[str, ...] = ()
 
     @property
     def ref(self) -> str:
@@ -180,9 +195,151 @@ def tensorboard() -> Image:
     )
 
 
-def for_nodes(root: pathlib.Path, pause_binary: pathlib.Path) -> list[Image]:
-    """What every real node holds: the sandbox, the examples, the operator and TensorBoard."""
-    return [pause(pause_binary), examples(root), operator(root), tensorboard()]
+# The first operators' READMEs name images that are not reachable from here. Their jobs run
+# on stand-ins built here under the same names (``aliases``): the framework the README's image
+# held, now, and a script in samples/scripts that does what its program did.
+TF_SAMPLE = "gcr.io/tf-on-k8s-dogfood/tf_sample:dc944ff"  # the TfJob README's MASTER and WORKER
+TF_PS = "docker.io/tensorflow/tensorflow:1.3.0"  # the PS kubetrain convert gives a template-less PS
+MXNET_LINEAR_DIST = "docker.io/stefanofioravanzo/mxnet-linear-dist:cpu"  # the MXJob README's
+CHAINERMN = "docker.io/everpeace/chainermn:1.3.0"  # the ChainerJob README's
+
+_EXAMPLES = "/opt/kubetrain/examples"
+_VENV_ENV = (f"PATH={VENV}/bin:/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONUNBUFFERED=1", "OMP_NUM_THREADS=1")
+
+# tensorflow-cpu and everything it imports, pinned (pip install + pip freeze, 2026-11-27).
+TENSORFLOW_REQUIREMENTS = (
+    "tensorflow-cpu==2.21.0",
+    "absl-py==2.5.1",
+    "astunparse==1.6.3",
+    "certifi==2026.10.19.post1",
+    "charset-normalizer==3.5.3",
+    "flatbuffers==25.12.19",
+    "gast==0.7.0",
+    "google-pasta==0.2.0",
+    "grpcio==1.85.3",
+    "h5py==3.14.0",
+    "idna==3.20",
+    "keras==3.15.1",
+    "libclang==18.1.1",
+    "markdown-it-py==4.3.0",
+    "mdurl==0.1.2",
+    "ml-dtypes==0.6.0",
+    "namex==0.1.0",
+    "numpy==2.4.6",
+    "opt-einsum==3.4.0",
+    "optree==0.20.0",
+    "packaging==26.4",
+    "protobuf==7.36.2",
+    "pygments==2.21.0",
+    "requests==2.34.2",
+    "rich==15.0.0",
+    "setuptools==84.2.1",
+    "six==1.17.0",
+    "termcolor==3.3.0",
+    "typing-extensions==4.16.0",
+    "urllib3==2.8.0",
+    "wheel==0.48.0",
+    "wrapt==2.5.2",
+)
+
+
+def tensorflow(root: pathlib.Path) -> Image:
+    """TensorFlow 2.21 (CPU) in a venv, ``python`` first on PATH, running ``tf_train.py``: the
+    stand-in for the TfJob README's image and for the parameter server ``kubetrain convert``
+    gives a PS without a template (whose command replaces the entrypoint)."""
+    return Image(
+        name="kubetrain.local/tensorflow",
+        tag="2.21.0",
+        packages=("python3", "python3-venv"),
+        requirements=TENSORFLOW_REQUIREMENTS,
+        files=((_EXAMPLES, root / "samples" / "scripts"),),
+        entrypoint=(f"{VENV}/bin/python", f"{_EXAMPLES}/tf_train.py"),
+        env=_VENV_ENV,
+        workdir=_EXAMPLES,
+        aliases=(TF_SAMPLE, TF_PS),
+    )
+
+
+# MXNet 1.9.1 runs on Python 3.11 with a numpy from before np.bool was removed (1.24).
+MXNET_REQUIREMENTS = (
+    "mxnet==1.9.1",
+    "numpy==1.23.5",
+    "graphviz==0.8.4",
+    "requests==2.34.2",
+    "certifi==2026.10.19.post1",
+    "charset-normalizer==3.5.3",
+    "idna==3.20",
+    "urllib3==2.8.0",
+)
+
+
+def mxnet(root: pathlib.Path) -> Image:
+    """MXNet 1.9.1 in a venv running ``mxnet_train.py`` (each role from ``DMLC_ROLE``): the
+    stand-in for the MXJob README's image, which ran a linear regression with ``dist_sync``."""
+    return Image(
+        name="kubetrain.local/mxnet",
+        tag="1.9.1",
+        # libmxnet.so links the system's OpenMP and quadmath
+        packages=("python3", "python3-venv", "libgomp1", "libquadmath0"),
+        requirements=MXNET_REQUIREMENTS,
+        files=((_EXAMPLES, root / "samples" / "scripts"),),
+        entrypoint=(f"{VENV}/bin/python", f"{_EXAMPLES}/mxnet_train.py"),
+        env=_VENV_ENV,
+        workdir=_EXAMPLES,
+        aliases=(MXNET_LINEAR_DIST,),
+    )
+
+
+# Chainer's own import checks still use numpy.distutils and pkg_resources: numpy 1.x and a
+# setuptools from before 81. mpi4py's wheel carries Open MPI's binding.
+CHAINER_REQUIREMENTS = (
+    "mpi4py==4.1.2",
+    "numpy==1.26.4",
+    "protobuf==7.36.2",
+    "six==1.17.0",
+    "typing-extensions==4.16.0",
+    "filelock==4.3.1",
+    "setuptools==66.1.1",
+)
+
+
+def chainer(root: pathlib.Path) -> Image:
+    """Chainer 7.8.1 (ChainerMN) with Open MPI and sshd: the stand-in for the ChainerJob README's
+    image, whose ``/train_mnist.py`` is ``chainer_train.py``. Ranks that ``mpiexec`` starts over
+    ssh get a fresh environment, so the venv's Python is ``python3`` on the default PATH."""
+    return Image(
+        name="kubetrain.local/chainer",
+        tag="7.8.1",
+        packages=("python3", "python3-venv", "openmpi-bin", "openssh-server", "openssh-client"),
+        requirements=CHAINER_REQUIREMENTS,
+        # PyPI has only its source; setup.py imports pkg_resources
+        sdists=("chainer==7.8.1",),
+        build_constraints=("setuptools<70",),
+        files=(
+            (_EXAMPLES, root / "samples" / "scripts"),
+            ("/train_mnist.py", root / "samples" / "scripts" / "chainer_train.py"),
+            ("/kubetrain_progress.py", root / "samples" / "scripts" / "kubetrain_progress.py"),
+        ),
+        # sshd takes the keys mounted from the job's Secret (links, not 0700 files), as the MPI
+        # Operator's images do.
+        fixes=(
+            # A wrapper, not a link: Python finds its venv from the path it was started by.
+            f"printf '#!/bin/sh\\nexec {VENV}/bin/python3 \"$@\"\\n' > /usr/local/bin/python3",
+            "chmod 755 /usr/local/bin/python3",
+            "echo 'StrictModes no' >> /etc/ssh/sshd_config",
+        ),
+        env=_VENV_ENV,
+        workdir="/",
+        cmd=("python3",),
+        aliases=(CHAINERMN,),
+    )
+
+
+def for_nodes(root: pathlib.Path, pause_binary: pathlib.Path, *, seeds: bool = False) -> list[Image]:
+    """What every real node holds: the sandbox, the examples, the operator and TensorBoard; with
+    ``seeds``, the first operators' frameworks too (the node tier's, not the dev cluster's)."""
+    frameworks = [tensorflow(root), mxnet(root), chainer(root)] if seeds else []
+    return [pause(pause_binary), examples(root), operator(root), tensorboard(), *frameworks]
 
 
 def digest(image: Image) -> str:
@@ -193,7 +350,7 @@ def digest(image: Image) -> str:
     )
     recipe["files"] = [dest for dest, _ in image.files]
     recipe["wheels_from"] = image.wheels_from is not None
-    h.update(json.dumps({"builder": BUILDER_VERSION, "suite": SUITE, **recipe}, sort_keys=True).encode())
+    h.update(json.dumps({"builder": BUILDER_VERSION, **recipe}, sort_keys=True).encode())
     for dest, source in image.files:
         for path in _walk(source):
             h.update(f"\0{dest}/{path.relative_to(source)}\0".encode())
@@ -251,7 +408,7 @@ def _rootfs(image: Image, rootfs: pathlib.Path) -> None:
                 f"--include={','.join(image.packages)}",
                 # No device nodes: the runtime mounts /dev in every container.
                 "--skip=output/dev",
-                SUITE,
+                image.suite,
                 str(rootfs),
             ],
             f"mmdebstrap of {image.ref}",
@@ -265,25 +422,29 @@ def _rootfs(image: Image, rootfs: pathlib.Path) -> None:
             shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         else:
             shutil.copy2(source, target)
-    if image.wheels_from is not None or image.requirements:
+    if image.wheels_from is not None or image.requirements or image.sdists:
         _install_venv(image, rootfs)
     for command in image.fixes:
         _run(["chroot", str(rootfs), "sh", "-c", command], f"{command!r} in {image.ref}")
     shutil.rmtree(rootfs / "src", ignore_errors=True)
 
 
-# The wheels of pinned requirements are those of the image's Python (Debian bookworm's 3.11).
-_WHEEL_TARGET = (
-    "--only-binary=:all:",
-    "--python-version=3.11",
-    "--implementation=cp",
-    "--abi=cp311",
-    "--abi=abi3",
-    "--abi=none",
-    "--platform=manylinux2014_x86_64",
-    "--platform=manylinux_2_17_x86_64",
-    "--platform=manylinux_2_28_x86_64",
-)
+def _wheel_target(python: str) -> tuple[str, ...]:
+    """pip's options for the wheels of the image's Python (pip does not infer manylinux_2_27 from
+    manylinux_2_28, and TensorFlow's wheels are 2_27)."""
+    abi = "cp" + python.replace(".", "")
+    return (
+        "--only-binary=:all:",
+        f"--python-version={python}",
+        "--implementation=cp",
+        f"--abi={abi}",
+        "--abi=abi3",
+        "--abi=none",
+        *(
+            f"--platform={p}_x86_64"
+            for p in ("manylinux2014", "manylinux_2_17", "manylinux_2_27", "manylinux_2_28")
+        ),
+    )
 
 
 def _install_venv(image: Image, rootfs: pathlib.Path) -> None:
@@ -305,13 +466,35 @@ def _install_venv(image: Image, rootfs: pathlib.Path) -> None:
                 "download",
                 "--quiet",
                 "--no-deps",
-                *_WHEEL_TARGET,
+                *_wheel_target(image.python),
                 "--dest",
                 str(wheels),
                 *image.requirements,
             ],
             f"pip download for {image.ref}",
         )
+    if image.sdists:
+        constraints = wheels / "build-constraints.txt"
+        wheels.mkdir(parents=True, exist_ok=True)
+        constraints.write_text("".join(f"{c}\n" for c in image.build_constraints))
+        _run(
+            [
+                "env",
+                f"PIP_CONSTRAINT={constraints}",
+                "python3",
+                "-m",
+                "pip",
+                "wheel",
+                "--quiet",
+                "--no-deps",
+                "--wheel-dir",
+                str(wheels),
+                *image.sdists,
+            ],
+            f"pip wheel of {', '.join(image.sdists)} for {image.ref}",
+        )
+        constraints.unlink()
+        wanted += [s.split("==")[0] for s in image.sdists]
     _run(["chroot", str(rootfs), "python3", "-m", "venv", VENV], "python3 -m venv in the image")
     _run(
         [
@@ -374,10 +557,11 @@ def _write_archive(image: Image, rootfs: pathlib.Path, work: pathlib.Path, out: 
                 "digest": f"sha256:{hashlib.sha256(manifest_bytes).hexdigest()}",
                 "size": len(manifest_bytes),
                 "annotations": {
-                    "io.containerd.image.name": image.ref,
-                    "org.opencontainers.image.ref.name": image.tag,
+                    "io.containerd.image.name": ref,
+                    "org.opencontainers.image.ref.name": ref.rsplit(":", 1)[1],
                 },
             }
+            for ref in (image.ref, *image.aliases)
         ],
     }
     with tarfile.open(out, "w") as tar:

@@ -12,7 +12,8 @@ an unpacked layer is an overlay lower directory (a container's changes go to an 
 directory of its own, files copied up first), and new snapshots get new directories. What it
 does write in place, its bbolt databases, each node gets a copy of; the introspection UUID,
 which names one containerd, is left out so that each node makes its own. Seeds that no longer
-match are removed when a new one is made, under the same lock as cloning.
+match are removed when a new one is made, under the same lock as cloning, but for the last one
+used before it: the node tier's image set and the dev cluster's smaller one each keep theirs.
 """
 
 from __future__ import annotations
@@ -57,9 +58,13 @@ def seeded(
             work.mkdir(parents=True)
             load(work)
             work.rename(seed)
-            for stale in cache.iterdir():
-                if stale != seed and not stale.name.startswith("."):
-                    shutil.rmtree(stale, ignore_errors=True)
+            others = sorted(
+                (p for p in cache.iterdir() if p != seed and not p.name.startswith(".") and p.is_dir()),
+                key=lambda p: p.stat().st_mtime,
+            )
+            for stale in others[:-1]:  # all but the one used last
+                shutil.rmtree(stale, ignore_errors=True)
+        os.utime(seed)  # used now
     return seed / ROOT
 
 

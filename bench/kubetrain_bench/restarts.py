@@ -61,7 +61,9 @@ def main() -> None:
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = p.parse_args()
     console.log("==> start a control plane with two real nodes (images built or reused)")
-    c = devcluster.start(devcluster.Tier.CLUSTER, nodes=0, real_nodes=2, root=ROOT, timeout=600)
+    c = devcluster.start(
+        devcluster.Tier.CLUSTER, nodes=0, real_nodes=2, root=ROOT, timeout=600, seed_images=True
+    )
     op = None
     try:
         c.install_crds(ROOT / "config")

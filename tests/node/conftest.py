@@ -21,7 +21,9 @@ from kubetrain.devcluster import cluster as devcluster
 
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[devcluster.Cluster]:
-    c = devcluster.start(devcluster.Tier.CLUSTER, nodes=0, real_nodes=2, root=fixtures.ROOT, timeout=300)
+    c = devcluster.start(
+        devcluster.Tier.CLUSTER, nodes=0, real_nodes=2, root=fixtures.ROOT, timeout=300, seed_images=True
+    )
     try:
         fixtures.install_crds(c)
         yield c

@@ -24,7 +24,10 @@ RUNNABLE_SAMPLES = ("pytorch-ddp", "mpi-allreduce", "generic")
 
 @pytest.fixture(scope="module")
 def deployed() -> Iterator[devcluster.Cluster]:
-    c = devcluster.start(devcluster.Tier.CLUSTER, nodes=0, real_nodes=1, root=fixtures.ROOT, timeout=300)
+    # The node tier's image set: one seed serves both (devcluster/noderoot.py).
+    c = devcluster.start(
+        devcluster.Tier.CLUSTER, nodes=0, real_nodes=1, root=fixtures.ROOT, timeout=300, seed_images=True
+    )
     try:
         deploy.in_cluster(c, fixtures.ROOT / "config", images.operator(fixtures.ROOT).ref)
         yield c

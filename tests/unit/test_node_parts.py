@@ -56,6 +56,13 @@ def test_the_digest_follows_the_recipe_and_every_byte_of_its_files(tmp_path: pat
     (tmp_path / "scripts" / "b.py").write_text("")
     assert images.digest(image) != second
     assert images.digest(attrs.evolve(image, packages=("python3",))) != images.digest(image)
+    for change in (
+        {"suite": "bullseye"},
+        {"python": "3.9"},
+        {"aliases": ("docker.io/a/b:1",)},
+        {"sdists": ("c==1",)},
+    ):
+        assert images.digest(attrs.evolve(image, **change)) != images.digest(image), change
     # Bytecode caches are not content.
     (tmp_path / "scripts" / "__pycache__").mkdir()
     (tmp_path / "scripts" / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0")
@@ -67,15 +74,23 @@ def test_an_image_without_packages_is_an_oci_layout_of_its_files(tmp_path: pathl
     program = tmp_path / "pause"
     program.write_bytes(b"\x7fELF not really")
     image = images.Image(
-        name="kubetrain.local/t", tag="1", files=(("/pause", program),), entrypoint=("/pause",)
+        name="kubetrain.local/t",
+        tag="1",
+        files=(("/pause", program),),
+        entrypoint=("/pause",),
+        aliases=("docker.io/seed/image:cpu",),
     )
     archive = images.build(image, cache=tmp_path / "cache")
     assert images.build(image, cache=tmp_path / "cache") == archive  # cached by content
     with tarfile.open(archive) as tar:
         names = tar.getnames()
         index = json.load(tar.extractfile("index.json"))  # type: ignore[arg-type]
-        (entry,) = index["manifests"]
+        entry, alias = index["manifests"]
         assert entry["annotations"]["io.containerd.image.name"] == "kubetrain.local/t:1"
+        # A stand-in for a seed's image: the same manifest under the seed's name too.
+        assert alias["annotations"]["io.containerd.image.name"] == "docker.io/seed/image:cpu"
+        assert alias["annotations"]["org.opencontainers.image.ref.name"] == "cpu"
+        assert alias["digest"] == entry["digest"]
         manifest_bytes = tar.extractfile(f"blobs/sha256/{entry['digest'].split(':')[1]}").read()  # type: ignore[union-attr]
         assert hashlib.sha256(manifest_bytes).hexdigest() == entry["digest"].split(":")[1]
         manifest = json.loads(manifest_bytes)

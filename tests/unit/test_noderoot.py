@@ -3,6 +3,7 @@ for what containerd writes in place."""
 
 from __future__ import annotations
 
+import os
 import pathlib
 from collections.abc import Callable
 
@@ -71,19 +72,26 @@ def test_a_seed_is_made_once_and_each_clone_links_layers_but_copies_databases(tm
     assert not (a / "io.containerd.grpc.v1.introspection/uuid").exists(), "each containerd names itself"
 
 
-def test_new_images_make_a_new_seed_and_the_old_one_goes(tmp_path: pathlib.Path) -> None:
+def test_new_images_make_a_new_seed_and_all_but_the_last_used_other_one_go(tmp_path: pathlib.Path) -> None:
     cache, loads = tmp_path / "cache", list[pathlib.Path]()
-    old = noderoot.seeded(
-        _containerd(tmp_path), _archives(tmp_path, "examples-aaaa.tar"), _fill(loads), cache=cache
-    )
-    new = noderoot.seeded(
-        _containerd(tmp_path), _archives(tmp_path, "examples-cccc.tar"), _fill(loads), cache=cache
-    )
-    assert new != old
-    assert len(loads) == 2
-    assert new.exists()
-    assert not old.exists()
-    assert [p.name for p in cache.iterdir() if not p.name.startswith(".")] == [new.parents[1].name]
+
+    def seed(name: str) -> pathlib.Path:
+        return noderoot.seeded(_containerd(tmp_path), _archives(tmp_path, name), _fill(loads), cache=cache)
+
+    first = seed("examples-aaaa.tar")
+    second = seed("examples-bbbb.tar")  # another image set: the first one stays
+    assert first.exists()
+    assert second.exists()
+    os.utime(first.parents[1], (1, 1))  # used long ago, though the second was made after it
+    assert seed("examples-bbbb.tar") == second
+    assert len(loads) == 2, "a seed is made once"
+    third = seed("examples-cccc.tar")
+    assert len(loads) == 3
+    assert third.exists()
+    assert second.exists(), "the last one used before stays"
+    assert not first.exists()
+    names = sorted(p.name for p in cache.iterdir() if not p.name.startswith("."))
+    assert names == sorted([second.parents[1].name, third.parents[1].name])
 
 
 def test_a_load_that_fails_leaves_no_seed(tmp_path: pathlib.Path) -> None:
