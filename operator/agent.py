@@ -187,7 +187,9 @@ def _progress_file(spec: Object, agents: list[Object]) -> None:
     for c in (*agents, *_items(spec, "containers")):
         _items(c, "volumeMounts").append(dict(mount))
         env = _items(c, "env")
-        if c not in agents and not any(e.get("name") == naming.PROGRESS_FILE_ENV for e in env):
+        if all(c is not a for a in agents) and not any(
+            e.get("name") == naming.PROGRESS_FILE_ENV for e in env
+        ):
             env.append({"name": naming.PROGRESS_FILE_ENV, "value": naming.PROGRESS_FILE})
 
 

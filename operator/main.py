@@ -105,14 +105,14 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--progress-interval",
-        type=_seconds,
+        type=_positive,
         default=progress.DEFAULT_INTERVAL_SECONDS,
         help="seconds between two reads of a running job's progress (spec.progress), and so at most "
         f"one status write per job per this long for progress (default {progress.DEFAULT_INTERVAL_SECONDS:g})",
     )
     p.add_argument(
         "--progress-reads-per-second",
-        type=_per_second,
+        type=_positive,
         default=progress_reader.DEFAULT_BUDGET,
         help="progress reads a second for the whole operator, and so status writes for progress at most; "
         "with more running jobs than this times --progress-interval, each is read every jobs/this "
@@ -123,17 +123,10 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _seconds(text: str) -> float:
+def _positive(text: str) -> float:
     value = float(text)
     if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
-    return value
-
-
-def _per_second(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 a second, got {text}")
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
     return value
 
 
