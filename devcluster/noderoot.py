@@ -60,10 +60,10 @@ def seeded(
             work.rename(seed)
             others = sorted(
                 (p for p in cache.iterdir() if p != seed and not p.name.startswith(".") and p.is_dir()),
-                key=lambda p: p.stat().st_mtime,
+                key=lambda p: (p.suffix != ".partial", p.stat().st_mtime),
             )
-            for stale in others[:-1]:  # all but the one used last
-                shutil.rmtree(stale, ignore_errors=True)
+            for stale in others[:-1] if others and others[-1].suffix != ".partial" else others:
+                shutil.rmtree(stale, ignore_errors=True)  # all but the whole seed used last
         os.utime(seed)  # used now
     return seed / ROOT
 

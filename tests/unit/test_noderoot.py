@@ -85,6 +85,7 @@ def test_new_images_make_a_new_seed_and_all_but_the_last_used_other_one_go(tmp_p
     os.utime(first.parents[1], (1, 1))  # used long ago, though the second was made after it
     assert seed("examples-bbbb.tar") == second
     assert len(loads) == 2, "a seed is made once"
+    (cache / "dead.partial").mkdir()  # a load that was killed: never kept
     third = seed("examples-cccc.tar")
     assert len(loads) == 3
     assert third.exists()
