@@ -14,6 +14,7 @@ import attrs
 
 from kubetrain.api import indexes, naming, observed, v1beta1
 from kubetrain.operator import conditions, tensorboard
+from kubetrain.operator.lifecycle import invalid
 from kubetrain.operator.lifecycle.values import Decision, Delete, Event, Input, Invalid, Move
 from kubetrain.operator.policies import (
     avoid,
@@ -46,7 +47,7 @@ Action = v1beta1.FailureAction
 def step(inp: Input | Invalid) -> Decision:
     """The new status, and what to do, for one look at a job."""
     if isinstance(inp, Invalid):
-        return _reject(inp)
+        return invalid.reject(inp)
     return _paced(inp, _Step(inp).run())
 
 
@@ -56,28 +57,6 @@ def _paced(inp: Input, decision: Decision) -> Decision:
         return decision
     hold = pacing.delay(inp.status, decision.status, inp.last_write, inp.now, due=decision.requeue_after)
     return Decision(status=inp.status, requeue_after=hold) if hold else decision
-
-
-def _reject(inp: Invalid) -> Decision:
-    """A job that cannot be read or run fails once, with every reason, and is left alone after.
-
-    Its pods are left as they are: which of them the clean-up policy would stop cannot be read
-    from a spec that does not read.
-    """
-    prev = inp.status.conditions
-    if conditions.is_true(prev, C.FAILED) or conditions.is_true(prev, C.SUCCEEDED):
-        return Decision(status=inp.status)
-    message = "; ".join(str(e) for e in inp.errors)[:4096]
-    now, generation = inp.now, inp.generation
-    changed = prev
-    for ctype in (C.RUNNING, C.RESTARTING):
-        if conditions.is_true(changed, ctype):
-            changed = conditions.set_status(changed, ctype, False, "InvalidSpec", message, now, generation)
-    changed = conditions.set_status(changed, C.FAILED, True, "InvalidSpec", message, now, generation)
-    status = attrs.evolve(
-        inp.status, conditions=changed, state=v1beta1.state_of(changed), completion_time=now
-    )
-    return Decision(status=status, events=(Event(type="Warning", reason="InvalidSpec", message=message),))
 
 
 _WARNING_CONDITIONS = {C.FAILED, C.RESTARTING, C.REPLICA_FAILURE}
@@ -374,7 +353,7 @@ class _Step:
                 )
                 if avoid.tied_to_node(f, rule_says=v.avoid_node):
                     self.avoided = avoid.remember(self.avoided, f, self.now)
-                what = _describe(pod, key, f, v, action)
+                what = failure.describe(pod, key, f, v, action)
                 self.events.append(Event(type="Warning", reason="PodFailed", message=what))
                 if action is Action.FAIL_JOB:
                     self._finish(C.FAILED, over or v.reason, what)
@@ -417,7 +396,10 @@ class _Step:
             where = " in place" if in_place else ""
             self._clear(C.RUNNING, why=v.reason, message=f"restarting after {pod.name} failed")
             self._set(
-                C.RESTARTING, True, v.reason, f"{_scope_text(v.scope, pod)}{where} after {pod.name} failed"
+                C.RESTARTING,
+                True,
+                v.reason,
+                f"{failure.scope_text(v.scope, pod)}{where} after {pod.name} failed",
             )
 
     def _new_attempt(self, keys: Mapping[str, int], *, in_place: bool = False) -> None:
@@ -713,20 +695,3 @@ class _Step:
 
 
 _METHOD = {True: v1beta1.RestartMethod.IN_PLACE, False: v1beta1.RestartMethod.RECREATE}
-
-
-def _describe(
-    pod: observed.Pod, key: str, f: classify.Failure, v: failure.Verdict, action: v1beta1.FailureAction
-) -> str:
-    code = "" if f.exit_code is None else f", exit code {f.exit_code}"
-    how = "hung" if f.hung else "container restarted" if f.in_place else "failed"
-    rule = f" (rule {v.rule})" if v.rule else ""
-    return f"{key} {pod.index} ({pod.name}) {how}: {f.failure_class.value} {f.reason}{code}; {action.value}{rule}"
-
-
-def _scope_text(scope: v1beta1.RestartScope, pod: observed.Pod) -> str:
-    if scope is v1beta1.RestartScope.JOB:
-        return "restarting every replica"
-    if scope is v1beta1.RestartScope.REPLICA_TYPE:
-        return f"restarting every {pod.replica_type} replica"
-    return f"restarting {pod.name}"

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import attrs
 
-from kubetrain.api import v1beta1
+from kubetrain.api import observed, v1beta1
 from kubetrain.operator.policies import classify
 
-__all__ = ["Verdict", "is_retryable_exit_code", "matches", "verdict"]
+__all__ = ["Verdict", "describe", "is_retryable_exit_code", "matches", "scope_text", "verdict"]
 
 Action = v1beta1.FailureAction
 
@@ -87,3 +87,22 @@ def matches(rule: v1beta1.FailureRule, f: classify.Failure, *, replica_type: str
     if rule.on_reasons and not {f.reason, *f.pod.reasons} & set(rule.on_reasons):
         return False
     return set(rule.on_pod_conditions) <= f.pod.conditions
+
+
+def describe(
+    pod: observed.Pod, key: str, f: classify.Failure, v: Verdict, action: v1beta1.FailureAction
+) -> str:
+    """One line of the failure record and the Event: which pod, how it failed, what is done."""
+    code = "" if f.exit_code is None else f", exit code {f.exit_code}"
+    how = "hung" if f.hung else "container restarted" if f.in_place else "failed"
+    rule = f" (rule {v.rule})" if v.rule else ""
+    return f"{key} {pod.index} ({pod.name}) {how}: {f.failure_class.value} {f.reason}{code}; {action.value}{rule}"
+
+
+def scope_text(scope: v1beta1.RestartScope, pod: observed.Pod) -> str:
+    """What a restart of ``scope`` after ``pod``'s failure restarts, in words."""
+    if scope is v1beta1.RestartScope.JOB:
+        return "restarting every replica"
+    if scope is v1beta1.RestartScope.REPLICA_TYPE:
+        return f"restarting every {pod.replica_type} replica"
+    return f"restarting {pod.name}"

@@ -48,9 +48,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=int,
         default=1,
         help="spread the jobs (and the plain client's pods) over this many namespaces (default 1). "
-        "kube-scheduler's default topology spreading looks at every Service of a pod's namespace "
-        "for each pod it places, so "
-        "tens of thousands of per-replica Services in one namespace make the scheduler the floor",
+        "For a pod with no spread constraints of its own, kube-scheduler's default spreading looks at "
+        "every Service of its namespace, so thousands of per-replica Services in one namespace make "
+        "the scheduler the floor of --plain-services (the operator's pods carry constraints)",
     )
     own = operator_main.parser().parse_args([])
     p.add_argument(

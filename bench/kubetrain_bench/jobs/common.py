@@ -17,6 +17,8 @@ BENCH_USER = "kubetrain-bench"
 CLIENT_GO_LIMITS = (20.0, 30)  # client-go's default QPS and burst, which many operators keep
 NAMESPACES = client.Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 SERVICEACCOUNTS = client.Resource("", "v1", "serviceaccounts", "ServiceAccount")
+# What the benchmark's pod watch calls a Pending pod that kube-scheduler has bound to a node.
+BOUND = "Bound"
 
 Obj = dict[str, Any]
 RowKey = tuple[str, str, str, str]  # verb, group, resource, subresource (as apiserver_request_total has them)

@@ -16,7 +16,7 @@ from kubetrain.operator.runtime import client
 from kubetrain_bench.console import log
 from kubetrain_bench.jobs.bodies import job_body, operator_objects, pod_body, service_body, status_patches
 from kubetrain_bench.jobs.common import LABEL, Obj, RowKey, run_phase
-from kubetrain_bench.jobs.timings import wave
+from kubetrain_bench.jobs.timings import binds, wave
 from kubetrain_bench.jobs.watches import Watches, wait_all
 from kubetrain_bench.procs import control_plane_cpu, cpu_delta
 
@@ -104,6 +104,7 @@ def plain_phase(
             log(f"  created {n} pods in {created - started:.1f}s")
             await wait_all(w.pods, names, "Running", "pods", started, args.timeout, w.check)
             result.update(wave(sent, w.pods.done_at(names, "Running"), started, created))
+            result["binds"] = binds(w.pods, names, started)
             result["writes"] = {
                 "/".join(filter(None, (verb, plural, sub))): count
                 for (verb, _group, plural, sub), count in own.items()

@@ -58,6 +58,7 @@ def report(figures: Mapping[str, Any]) -> str:
         else:
             out.append(f"  {unfinished(phase)}")
         out.append(f"  CPU used in phase     {fmt_cpu(phase['control_plane_cpu'])}")
+        out += scheduler_lines(phase)
     for run in figures.get("operator_runs", []):
         out += [
             "",
@@ -100,6 +101,7 @@ def report(figures: Mapping[str, Any]) -> str:
             out.append(f"  operator's waits      {fmt_waits(waits)}")
         if "control_plane_cpu" in run:
             out.append(f"  CPU used in phase     {fmt_cpu(run['control_plane_cpu'])} (+ operator above)")
+        out += scheduler_lines(run)
         if "requests" in run:
             out += request_table(run["requests"], run["count"], run.get("seconds"))
         if "audit" in run:
@@ -113,6 +115,19 @@ def report(figures: Mapping[str, Any]) -> str:
                 f"CPU {o['cpu_seconds']:.1f}s"
             )
     return "\n".join(out)
+
+
+def scheduler_lines(phase: Mapping[str, Any]) -> list[str]:
+    """kube-scheduler's pace in a phase and its CPU per pod bound: what a pod's Services cost it."""
+    b = phase.get("binds")
+    if not b:
+        return []
+    cpu = phase.get("control_plane_cpu", {}).get("kube-scheduler")
+    per_pod = f"; {1000 * cpu / b['count']:.1f} ms of CPU per pod" if cpu is not None else ""
+    return [
+        f"  kube-scheduler        {b['count']} pods bound, the last after {b['bound_all']:.1f}s; "
+        f"{b['per_second']:.1f} binds/s from its first to its last{per_pod}"
+    ]
 
 
 def fmt_lag(what: str, lag: Mapping[str, float]) -> str:

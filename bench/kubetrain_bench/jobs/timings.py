@@ -7,6 +7,7 @@ import collections
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kubetrain_bench.jobs.common import BOUND
 from kubetrain_bench.jobs.watches import Waiter
 from kubetrain_bench.stats import percentiles
 
@@ -62,4 +63,17 @@ def pod_timeline(pods: Waiter, jobs: set[str], started: float) -> dict[str, floa
         "created_all": seen[-1],
         "running_p50": running[len(running) // 2],
         "running_all": running[-1],
+    }
+
+
+def binds(pods: Waiter, names: Iterable[str], started: float) -> dict[str, float]:
+    """kube-scheduler's pace for ``names``: how many it bound, when the last was bound (from the
+    phase's start), and its binds per second from its first bind to its last."""
+    bound = sorted(pods.first[p][BOUND] for p in names if BOUND in pods.first.get(p, {}))
+    if len(bound) < 2:
+        return {}
+    return {
+        "count": len(bound),
+        "bound_all": bound[-1] - started,
+        "per_second": (len(bound) - 1) / ((bound[-1] - bound[0]) or 1e-9),
     }
