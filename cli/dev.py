@@ -21,7 +21,10 @@ def arguments(_verb: str, p: argparse.ArgumentParser) -> None:
     up.add_argument("--tier", choices=["apiserver", "cluster"], default="cluster")
     up.add_argument("--nodes", type=int, default=2, help="kwok fake nodes (cluster tier)")
     up.add_argument("--real-nodes", type=int, default=0, help="real nodes: kubelet + containerd (as root)")
-    up.set_defaults(run=lambda a: _dev().up(_tier(a.tier), a.nodes, real_nodes=a.real_nodes))
+    _seed_images(up)
+    up.set_defaults(
+        run=lambda a: _dev().up(_tier(a.tier), a.nodes, real_nodes=a.real_nodes, seed_images=a.seed_images)
+    )
     run = dev_sub.add_parser(
         "run", help="up, plus config/default, the samples, and their logs, watched like kubectl get -w"
     )
@@ -31,14 +34,29 @@ def arguments(_verb: str, p: argparse.ArgumentParser) -> None:
     )
     run.add_argument("--nodes", type=int, default=0, help="kwok fake nodes (2 if real nodes cannot start)")
     run.add_argument("--real-nodes", type=int, default=1, help="real nodes (0: kwok only)")
+    _seed_images(run)
     run.set_defaults(
         run=lambda a: _dev().up(
-            _tier("cluster"), a.nodes, real_nodes=a.real_nodes, config_dir=a.config, samples=a.samples
+            _tier("cluster"),
+            a.nodes,
+            real_nodes=a.real_nodes,
+            config_dir=a.config,
+            samples=a.samples,
+            seed_images=a.seed_images,
         )
     )
     dev_sub.add_parser("down", help="stop the running one").set_defaults(run=lambda a: _dev().down())
     dev_sub.add_parser("kubeconfig", help="print the path of its admin kubeconfig").set_defaults(
         run=_kubeconfig
+    )
+
+
+def _seed_images(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--seed-images",
+        action="store_true",
+        help="real nodes also hold stand-ins of the images samples/legacy's TfJob, MXJob and ChainerJob "
+        "name, so that their converted files train (the first start builds them: several minutes more)",
     )
 
 

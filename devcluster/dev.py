@@ -64,8 +64,10 @@ def up(
     real_nodes: int = 0,
     config_dir: pathlib.Path | None = None,
     samples: Sequence[pathlib.Path] = (),
+    seed_images: bool = False,
 ) -> int:
-    """Run a dev cluster in the foreground; with ``config_dir``, also the operator and samples."""
+    """Run a dev cluster in the foreground; with ``config_dir``, also the operator and samples; with
+    ``seed_images``, real nodes also hold the stand-ins of the first operators' README images."""
     pid = _running_pid()
     if pid is not None:
         print(
@@ -80,7 +82,7 @@ def up(
     # A stop that hangs can be asked where it is: SIGUSR1 prints every thread's stack.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     started = time.monotonic()
-    c = _start(tier, nodes, real_nodes)
+    c = _start(tier, nodes, real_nodes, seed_images)
     helpers: dict[str, subprocess.Popen[bytes]] = {}
     try:
         state_dir().mkdir(parents=True, exist_ok=True)
@@ -121,14 +123,20 @@ def up(
         kubeconfig_path().unlink(missing_ok=True)
 
 
-def _start(tier: cluster.Tier, nodes: int, real_nodes: int) -> cluster.Cluster:
+def _start(tier: cluster.Tier, nodes: int, real_nodes: int, seed_images: bool) -> cluster.Cluster:
     if real_nodes and tier is cluster.Tier.CLUSTER:
         try:
             print(
                 f"starting {real_nodes} real node(s); the first run builds their images (a few minutes)",
                 flush=True,
             )
-            return cluster.start(tier, nodes=nodes, real_nodes=real_nodes, timeout=180)
+            return cluster.start(
+                tier,
+                nodes=nodes,
+                real_nodes=real_nodes,
+                timeout=300 if seed_images else 180,
+                seed_images=seed_images,
+            )
         except (
             process.StartError,
             OSError,

@@ -289,6 +289,7 @@ def _pod(
     if fw.services:
         spec["subdomain"] = r.subdomain
     _dns_policy(spec)
+    scheduling.spread.add(spec, world.name)
     spec["restartPolicy"] = pod_restart_policy(r.spec.restart_policy or fw.restart_policy)
     container = fw_contract.main_container(template, fw.container)
     assert container is not None, "validated above"

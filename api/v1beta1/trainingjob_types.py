@@ -185,7 +185,7 @@ class NetworkSpec:
             doc="PerReplica (default): a headless Service per replica, hosts {job}-{type}-{index}.{namespace}.svc "
             "as in Kubeflow v1. PerJob: one headless Service for the job, hosts "
             "{job}-{type}-{index}.{job}.{namespace}.svc as in JobSet; a Service per job instead of per pod "
-            "is lighter on the apiserver, the scheduler and DNS. Immutable."
+            "is lighter on the apiserver and DNS. Immutable."
         ),
     ] = HostNames.PER_REPLICA
 

@@ -4,11 +4,22 @@
 placed together; a :mod:`.backend` renders the group object a scheduler reads and marks
 the pods that join it — :mod:`.native` (Kubernetes' own PodGroup), :mod:`.coscheduling`
 (scheduler-plugins), :mod:`.volcano`; :mod:`.kueue` puts a gang in a Kueue queue; and
-:mod:`.registry` maps the operator's ``--gang-scheduler`` flag to a backend. All of it is
-pure, so ``kubetrain render`` uses it without the operator's runtime: which backend a
-cluster serves (``auto``) is asked by the operator's process (:func:`kubetrain.operator.main.detect`).
+:mod:`.registry` maps the operator's ``--gang-scheduler`` flag to a backend; :mod:`.spread`
+says how a job's pods spread over nodes, so that kube-scheduler need not read the namespace's
+Services to guess. All of it is pure, so ``kubetrain render`` uses it without the operator's
+runtime: which backend a cluster serves (``auto``) is asked by the operator's process
+(:func:`kubetrain.operator.main.detect`).
 """
 
-from kubetrain.operator.scheduling import backend, coscheduling, gang, kueue, native, registry, volcano
+from kubetrain.operator.scheduling import (
+    backend,
+    coscheduling,
+    gang,
+    kueue,
+    native,
+    registry,
+    spread,
+    volcano,
+)
 
-__all__ = ["backend", "coscheduling", "gang", "kueue", "native", "registry", "volcano"]
+__all__ = ["backend", "coscheduling", "gang", "kueue", "native", "registry", "spread", "volcano"]

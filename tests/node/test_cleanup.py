@@ -1,7 +1,8 @@
 """Nothing a real-node cluster starts outlives it, however it ends.
 
 ``kubetrain dev up --real-nodes 1`` runs in a process of its own with a real container
-running; the process is then interrupted (Ctrl-C) or killed outright (SIGKILL, so none of
+running (with the node tier's images, so that a cold run builds one set of them, not two); the
+process is then interrupted (Ctrl-C) or killed outright (SIGKILL, so none of
 its clean-up code runs). Afterwards no process of it is left — containers included — nor
 its veth, its routes, its mounts or its iptables rules (they lived in the node network's
 namespaces, which died with their holder). Ctrl-C also removes its cgroups and working
@@ -65,7 +66,7 @@ def test_a_killed_real_node_cluster_leaves_nothing_behind(
     # Started with SIGINT ignored, as a script's background job is (`dev up ... &` in CI): Ctrl-C
     # must stop it all the same.
     up = process.popen(
-        ["sh", "-c", 'trap "" INT; exec "$0" dev up --real-nodes=1 --nodes=0', str(kubetrain)],
+        ["sh", "-c", 'trap "" INT; exec "$0" dev up --real-nodes=1 --nodes=0 --seed-images', str(kubetrain)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,

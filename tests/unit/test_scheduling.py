@@ -164,6 +164,47 @@ def test_without_a_backend_nothing_is_grouped() -> None:
     assert "schedulingGroup" not in got["Pod/pt-master-0"]["spec"]
 
 
+# --- spreading -----------------------------------------------------------------------------------
+
+
+def _selects(match_labels: dict[str, str], pod: dict[str, Any]) -> bool:
+    labels = pod["metadata"]["labels"]
+    return all(labels.get(k) == v for k, v in match_labels.items())
+
+
+@pytest.mark.parametrize("host_names", list(v1beta1.HostNames))
+def test_every_pod_says_how_the_jobs_pods_spread_so_the_scheduler_reads_no_service(
+    host_names: v1beta1.HostNames,
+) -> None:
+    job = attrs.evolve(
+        torch_job(), spec=attrs.evolve(torch_job().spec, network=v1beta1.NetworkSpec(host_names=host_names))
+    )
+    other = render.render(
+        a_job("other").framework("pytorch").replicas("Master", 1).build(), pytorch.FRAMEWORK
+    )
+    pods = [o for o in render.render(job, pytorch.FRAMEWORK) if o["kind"] == "Pod"]
+    assert len(pods) == 4
+    for pod in pods:
+        (c,) = pod["spec"]["topologySpreadConstraints"]
+        # Soft, on the one key every node has: a cluster without zones loses no node's score.
+        assert (c["topologyKey"], c["whenUnsatisfiable"]) == ("kubernetes.io/hostname", "ScheduleAnyway")
+        (match_labels,) = c["labelSelector"].values()  # matchLabels only
+        assert all(_selects(match_labels, p) for p in pods)
+        assert not any(_selects(match_labels, o) for o in other if o["kind"] == "Pod")
+
+
+@pytest.mark.parametrize(
+    "own", [[], [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]]
+)
+def test_a_template_that_says_how_to_spread_keeps_what_it_says(own: list[dict[str, Any]]) -> None:
+    tmpl = template(container("pytorch"))
+    tmpl["spec"]["topologySpreadConstraints"] = own
+    job = a_job("pt").framework("pytorch").replicas("Master", 1, tmpl=tmpl).replicas("Worker", 1).build()
+    pods = {o["metadata"]["name"]: o for o in render.render(job, pytorch.FRAMEWORK) if o["kind"] == "Pod"}
+    assert pods["pt-master-0"]["spec"]["topologySpreadConstraints"] == own
+    assert pods["pt-worker-0"]["spec"]["topologySpreadConstraints"] != own
+
+
 # --- the operator's choice -----------------------------------------------------------------------
 
 
