@@ -582,15 +582,23 @@ def _check_hangs(
     policy = inp.spec.progress
     new = after.failures[len(after.failures) - _failed_events(decision) :]
     hangs = [r for r in new if r.reason == v1beta1.progress_types.HUNG]
-    pods = {p.name: p for p in inp.pods}
     counted = {c.uid: c.hung_time for c in before.counted_failures}
+    # The pod a hang was charged to, by uid: a record names its pod, and a pod that vanished or is
+    # still terminating may share its name with its replacement in the same look.
+    charged = {
+        c.pod: c.uid
+        for c in decision.status.counted_failures
+        if c.hung_time is not None and counted.get(c.uid) != c.hung_time
+    }
+    pods = {p.uid: p for p in inp.pods}
     if hangs:
         event("a hang charged")
         assert policy is not None, "a hang without spec.progress"
         assert policy.deadline_seconds is not None, "a hang without a deadline"
         assert not inp.spec.run_policy.suspend, "a hang charged while suspended"
     for r in hangs:
-        pod = pods[r.pod]
+        assert r.pod in charged, f"a hang charged without its pod's hang remembered: {r}"
+        pod = pods[charged[r.pod]]
         attempt = before.replica_statuses.get(r.replica_type, v1beta1.ReplicaStatus()).attempt
         assert pod.running, r
         assert not pod.deleting, r
