@@ -587,7 +587,7 @@ def _check_hangs(
     # still terminating may share its name with its replacement in the same look.
     charged = {
         c.pod: c.uid
-        for c in decision.status.counted_failures
+        for c in after.counted_failures
         if c.hung_time is not None and counted.get(c.uid) != c.hung_time
     }
     pods = {p.uid: p for p in inp.pods}

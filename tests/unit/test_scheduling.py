@@ -176,9 +176,8 @@ def _selects(match_labels: dict[str, str], pod: dict[str, Any]) -> bool:
 def test_every_pod_says_how_the_jobs_pods_spread_so_the_scheduler_reads_no_service(
     host_names: v1beta1.HostNames,
 ) -> None:
-    job = attrs.evolve(
-        torch_job(), spec=attrs.evolve(torch_job().spec, network=v1beta1.NetworkSpec(host_names=host_names))
-    )
+    base = torch_job()
+    job = attrs.evolve(base, spec=attrs.evolve(base.spec, network=v1beta1.NetworkSpec(host_names=host_names)))
     other = render.render(
         a_job("other").framework("pytorch").replicas("Master", 1).build(), pytorch.FRAMEWORK
     )

@@ -49,11 +49,16 @@ def wave(
     }
 
 
+def pods_of(pods: Waiter, jobs: set[str]) -> list[str]:
+    """The pods the watch has seen of ``jobs``."""
+    return [p for p, job in pods.job.items() if job in jobs]
+
+
 def pod_timeline(pods: Waiter, jobs: set[str], started: float) -> dict[str, float]:
     """When the jobs' pods were first seen (created) and seen Running: half of them, and all.
 
     It tells the operator's part (making the pods) from the cluster's (running them)."""
-    mine = [p for p, job in pods.job.items() if job in jobs]
+    mine = pods_of(pods, jobs)
     seen = sorted(min(pods.first[p].values()) - started for p in mine)
     running = sorted(pods.first[p]["Running"] - started for p in mine if "Running" in pods.first[p])
     if not seen or not running:

@@ -10,7 +10,7 @@ from typing import Any
 from kubetrain.operator.runtime import client
 from kubetrain_bench.console import log
 from kubetrain_bench.jobs.bodies import job_body
-from kubetrain_bench.jobs.timings import binds, pod_timeline, status_lags, wave
+from kubetrain_bench.jobs.timings import binds, pod_timeline, pods_of, status_lags, wave
 from kubetrain_bench.jobs.watches import Watches, wait_all
 from kubetrain_bench.stats import percentiles
 
@@ -43,7 +43,7 @@ async def jobs_wave(
     figures["status_lag"] = percentiles(
         status_lags(w.jobs, w.pods, names, "Running", "Running", args.replicas)
     )
-    figures["pods"] = pod_timeline(w.pods, set(names), started)
     jobs = set(names)
-    figures["binds"] = binds(w.pods, [p for p, job in w.pods.job.items() if job in jobs], started)
+    figures["pods"] = pod_timeline(w.pods, jobs, started)
+    figures["binds"] = binds(w.pods, pods_of(w.pods, jobs), started)
     return figures, names
