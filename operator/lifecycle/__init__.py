@@ -57,7 +57,9 @@ Around the step, what the reconciler used to decide for itself is decided here t
 - **Surplus Services**: the Services of replicas a scale-down removed
   (:attr:`Decision.delete_services`).
 - **Pods already made**: what this process created and its caches do not show yet
-  (:attr:`Input.made`) is not created again.
+  (:attr:`Input.made`) is not created again, and nothing is created or let start beside it
+  until the caches show it: it may be of an attempt a suspension or restart has since left
+  behind, as the ReplicaSet controller waits for its expectations.
 - **Invalid specs**: a job that cannot be read or run (:class:`Invalid`) fails once, with
   ``InvalidSpec`` and every field error, and is left alone after.
 

@@ -463,8 +463,7 @@ class _Step:
         # Pods going (made again) may still run a container of the old attempt too, and pods made
         # meanwhile wait at their barrier; a restart in place waits out the restart backoff, as
         # making pods again does.
-        stale = any(not self._current(p) for p in self._live())
-        held = not inplace.may_open(moving, stale=stale) or self._backing_off
+        held = not inplace.may_open(moving, stale=self._old_may_run()) or self._backing_off
         if held:
             self.closed = True
             if due is not None and any(p.running for p in waiting):
@@ -540,9 +539,15 @@ class _Step:
         self.refused_since = since
         return False
 
+    def _old_may_run(self) -> bool:
+        """Whether a pod of an older attempt may still run: one seen, or one this process made
+        that its caches do not show yet, whose attempt it cannot tell (a suspension or restart
+        since may have left it behind)."""
+        return bool(self.inp.made) or any(not self._current(p) for p in self._live())
+
     def _create_missing(self) -> None:
         live = self._live()
-        if any(not self._current(p) for p in live):
+        if self._old_may_run():
             return  # a new attempt starts only when the old one is gone entirely
         if self.closed and not self._made_in_place():
             return  # or, while moved pods still run it, when a new pod can wait at a barrier

@@ -204,3 +204,31 @@ def test_a_replacement_in_a_placed_attempt_joins_it_and_a_first_creation_does_no
     replaced = w.reconcile()
     assert replaced.create == (("Worker", 1),)
     assert replaced.joining == ("Worker",), "placed alone, not in the gang of attempt 0"
+
+
+def _suspended(w: World, suspend: bool, workers: int | None = None) -> None:
+    specs = dict(w.job.spec.replica_specs)
+    if workers is not None:
+        specs["Worker"] = attrs.evolve(specs["Worker"], replicas=workers)
+    rp = attrs.evolve(w.job.spec.run_policy, suspend=suspend)
+    w.job = attrs.evolve(w.job, spec=attrs.evolve(w.job.spec, run_policy=rp, replica_specs=specs))
+
+
+def test_nothing_is_made_beside_a_pod_made_before_a_suspension_that_the_cache_does_not_show_yet() -> None:
+    """Found by the lifecycle machine: pods made, unseen, then a suspension (which cannot delete
+    what it does not see), a scale-up and a resume. The new attempt's worker must not start while
+    the old attempt's pods, once the cache shows them, still run."""
+    w = torch(workers=1)
+    w.lagging = True
+    assert len(w.reconcile().create) == 2  # attempt 0's master and worker, not in the cache yet
+    _suspended(w, True)
+    assert w.reconcile().delete == ()  # nothing it can see to delete
+    _suspended(w, False, workers=2)
+    assert w.reconcile().create == (), "the made pods may be the old attempt's: wait for the cache"
+    w.kubelets()  # the cache shows them now: attempt 0, stale
+    d = w.reconcile()
+    assert {x.pod for x in d.delete} == {"pt-master-0", "pt-worker-0"}
+    assert d.create == ()
+    w.settle()
+    assert w.running_attempts() == {"master": {1}, "worker": {1}}
+    assert w.state is S.RUNNING
