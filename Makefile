@@ -35,7 +35,7 @@ lint: install ## ruff (lint and format) and mypy --strict, the packages and benc
 	$(BIN)/mypy bench
 
 .PHONY: manifests
-manifests: install ## regenerate config/crd from the API types
+manifests: install ## regenerate config/crd and config/defaults from the API types
 	$(BIN)/kubetrain manifests
 
 .PHONY: control-plane

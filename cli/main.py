@@ -49,7 +49,7 @@ VERBS = (
     ),
     ("tensorboard", "tensorboard", "forward a local port to a job's TensorBoard until Ctrl-C"),
     ("render", "tools", "print the objects the operator would create for a TrainingJob"),
-    ("manifests", "tools", "regenerate the CRD from the API types"),
+    ("manifests", "tools", "regenerate the CRD and the admission defaults from the API types"),
     (
         "migrate-storage",
         "tools",

@@ -2,8 +2,10 @@
 
 ``kubetrain render FILE`` prints every object the operator would create for the
 TrainingJob(s) in FILE (either API version; ``-`` reads standard input) — no cluster
-needed; ``--gang-scheduler`` says for which gang scheduler (native unless told).
-``kubetrain manifests`` regenerates the CRD from the API types, and the state diagram from
+needed; ``--gang-scheduler`` says for which gang scheduler (native unless told). A file is
+rendered as the apiserver would store it, a new job's admission defaults given.
+``kubetrain manifests`` regenerates the CRD and the admission defaults' policy from the API
+types, and the state diagram from
 the lifecycle's transition table; with ``--check`` it only reports whether the checked-in
 files are current. ``kubetrain migrate-storage`` rewrites every stored TrainingJob as
 v1beta1 (see :mod:`kubetrain.cli.migration`), through the client's connection.
@@ -76,7 +78,7 @@ def _reported(run: Run) -> Run:
 
 @_reported
 def _render(args: argparse.Namespace) -> int:
-    from kubetrain.api import documents, validation
+    from kubetrain.api import documents, v1beta1, validation
     from kubetrain.operator import intake, render, scheduling
 
     objects: list[dict[str, Any]] = []
@@ -85,7 +87,9 @@ def _render(args: argparse.Namespace) -> int:
         _refuse_old_kind(doc, args.file)
         try:
             decoded = intake.decode(doc.data, weigh=True)
-            objects.extend(render.render(decoded.job, decoded.framework, scheduler))
+            # What the apiserver stores when the file is applied: a new job's defaults given.
+            job = v1beta1.trainingjob_defaults.on_create(decoded.job)
+            objects.extend(render.render(job, decoded.framework, scheduler))
         except validation.ValidationError as e:
             raise doc.explain(e) from None
     output.yaml_documents(objects, sys.stdout)
@@ -124,10 +128,12 @@ def _migrate_storage(args: argparse.Namespace) -> int:
 
 
 def _manifests(args: argparse.Namespace) -> int:
-    from kubetrain.api import crd
+    from kubetrain.api import crd, v1beta1
 
+    defaults = v1beta1.trainingjob_defaults
     generated = {
         pathlib.Path(args.root) / crd.CRD_PATH: crd.render(),
+        pathlib.Path(args.root) / defaults.POLICY_PATH: defaults.render(),
         pathlib.Path(args.root) / STATE_DIAGRAM_PATH: _state_diagram(),
     }
     if args.check:

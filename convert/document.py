@@ -67,7 +67,7 @@ def convert(data: Any) -> Converted:
     out = kind.to_job(doc)
     doc.finish()
     findings.check()
-    return Converted(job=_admitted(out), notes=tuple(findings.notes))
+    return Converted(job=_kept_host_names(_admitted(out)), notes=tuple(findings.notes))
 
 
 def back(job: v1beta1.TrainingJob, api_version: str, kind: str) -> dict[str, Any]:
@@ -88,6 +88,15 @@ def _admitted(doc: dict[str, Any]) -> v1beta1.TrainingJob:
         raise validation.ValidationError(
             attrs.evolve(f, message=f"{f.message} (in the converted TrainingJob)") for f in e.errors
         ) from None
+
+
+def _kept_host_names(job: v1beta1.TrainingJob) -> v1beta1.TrainingJob:
+    """``job`` with the host names its old kind gave, written out (unset, a new v1beta1 job is
+    given PerJob: :mod:`kubetrain.api.v1beta1.trainingjob_defaults`)."""
+    if job.spec.network.host_names is not None:
+        return job
+    network = v1beta1.NetworkSpec(host_names=v1beta1.HostNames.PER_REPLICA)
+    return attrs.evolve(job, spec=attrs.evolve(job.spec, network=network))
 
 
 def _unknown(data: Mapping[str, Any]) -> str:

@@ -423,6 +423,8 @@ def write(
         problems.append(problem(("runtimeId",), f"{flavour.kind} has no run id of its own"))
     if spec.tensorboard is not None:
         problems.append(problem(("tensorboard",), f"{flavour.kind} runs no TensorBoard"))
+    if spec.network.host_names is v1beta1.HostNames.PER_JOB:
+        problems.append(problem(("network", "hostNames"), f"{flavour.kind} names its hosts per replica"))
     problems += _failure_policy_problems(spec.failure_policy, flavour.kind)
     if not own_success and spec.success_policy is not None and spec.success_policy != fw.success(spec):
         problems.append(problem(("successPolicy",), f"{flavour.kind} decides success by its own rule"))

@@ -294,6 +294,10 @@ def expressible(
             yield validation.FieldError(
                 path=("spec", "runPolicy", name), message=f"{kind} has no field for runPolicy.{name}"
             )
+    if spec.network.host_names is v1beta1.HostNames.PER_JOB:
+        yield validation.FieldError(
+            path=("spec", "network", "hostNames"), message=f"{kind} names its hosts per replica"
+        )
     if spec.failure_policy != v1beta1.FailurePolicy():
         yield validation.FieldError(
             path=("spec", "failurePolicy"),

@@ -15,6 +15,10 @@ overlay's optional, tagged parts) are left out unless ``optional=True``. Then, e
   ``--webhook-self-signed``; since the apiserver cannot reach a local process through the
   webhook Service, :func:`point_webhooks_at` gives the CRD's conversion webhook and the
   validating webhooks a URL on 127.0.0.1 instead.
+
+Once the webhooks answer, :func:`wait_defaults_given` waits until the apiserver gives a new job
+its defaults (``config/defaults``): the policy's type converter learns a new CRD's schema from
+``/openapi/v3``, which it polls every 5 s, and until then a create it matches is answered 503.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from kubetrain.api import crd
+from kubetrain.api import crd, v1beta1
 from kubetrain.devcluster import controlplane, process
 from kubetrain.operator import pki, webhooks
 
@@ -42,6 +46,7 @@ __all__ = [
     "overlay",
     "point_webhooks_at",
     "service_account_kubeconfig",
+    "wait_defaults_given",
 ]
 
 NAMESPACE = "kubetrain-system"
@@ -190,6 +195,7 @@ def in_cluster(
         timeout=timeout,
         interval=1,
     )
+    wait_defaults_given(c)
 
 
 def _available(c: controlplane.ControlPlane) -> bool:
@@ -197,3 +203,27 @@ def _available(c: controlplane.ControlPlane) -> bool:
     status = deployment.get("status", {})
     wanted = deployment["spec"].get("replicas", 1)
     return bool(status.get("availableReplicas", 0) >= wanted and status.get("updatedReplicas", 0) >= wanted)
+
+
+def wait_defaults_given(c: controlplane.ControlPlane, timeout: float = 60) -> None:
+    """Until a job created now is given ``config/defaults``' host names (a server-side dry run)."""
+    probe = {
+        "apiVersion": v1beta1.API_VERSION,
+        "kind": v1beta1.KIND,
+        "metadata": {"name": "defaults-probe", "namespace": "default"},
+        "spec": {
+            "framework": {"name": "pytorch"},
+            "replicaSpecs": {
+                "Master": {"template": {"spec": {"containers": [{"name": "pytorch", "image": "x"}]}}}
+            },
+        },
+    }
+    given = v1beta1.trainingjob_defaults.HOST_NAMES.value
+
+    def ready() -> bool:
+        r = c.kubectl(
+            "create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(probe), check=False
+        )
+        return r.returncode == 0 and json.loads(r.stdout)["spec"].get("network", {}).get("hostNames") == given
+
+    process.wait_until("new jobs to be given config/defaults", ready, timeout=timeout, interval=0.5)

@@ -212,6 +212,7 @@ def _local_operator(c: cluster.Cluster, config_dir: pathlib.Path) -> subprocess.
         timeout=60,
         interval=0.5,
     )
+    deploy.wait_defaults_given(c)
     print(
         f"kubetrain-operator runs as {deploy.NAMESPACE}/{deploy.SERVICE_ACCOUNT} (a local process)",
         flush=True,

@@ -237,7 +237,7 @@ def _replica_labels(
 
 def _services(world: fw_contract.World, fw: fw_contract.Framework) -> list[Object]:
     """The headless Services that give the pods their host names: the job's, or one per replica."""
-    if world.job.spec.network.host_names is v1beta1.HostNames.PER_JOB:
+    if world.job.spec.network.hosts is v1beta1.HostNames.PER_JOB:
         # No ports: DNS gives each pod whose subdomain this is a record of its own host name. The
         # TensorBoard's pods carry the job's name too, but no subdomain, so no host name here.
         labels = {naming.JOB_NAME: world.name}

@@ -117,7 +117,8 @@ def _spec_to(spec: alpha.TrainingJobSpec, stash: Stash, names: Names) -> hub.Tra
         success_policy=_success_to(spec.termination_policy, names) or stash.success_policy,
         failure_policy=stash.failure_policy or hub.FailurePolicy(),
         tensorboard=spec.tensorboard,
-        network=stash.network or hub.NetworkSpec(),
+        # Kubeflow's host names, written out: a job created as v1alpha1 is not given PerJob.
+        network=stash.network or hub.NetworkSpec(host_names=hub.HostNames.PER_REPLICA),
         progress=stash.progress,
     )
 

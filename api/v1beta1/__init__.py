@@ -5,6 +5,7 @@ operators, with typed framework options, a run policy, and success and failure
 policies that classify failures and budget restarts per class, and an optional TensorBoard.
 """
 
+from kubetrain.api.v1beta1 import trainingjob_defaults
 from kubetrain.api.v1beta1.framework_types import (
     Caffe2Backend,
     Caffe2BackendType,
@@ -106,4 +107,5 @@ __all__ = [
     "TrainingJobSpec",
     "TrainingJobStatus",
     "state_of",
+    "trainingjob_defaults",
 ]

@@ -180,20 +180,26 @@ class NetworkSpec:
     """How the replicas find each other."""
 
     host_names: Annotated[
-        HostNames,
+        HostNames | None,
         schema.Field(
-            doc="PerReplica (default): a headless Service per replica, hosts {job}-{type}-{index}.{namespace}.svc "
-            "as in Kubeflow v1. PerJob: one headless Service for the job, hosts "
-            "{job}-{type}-{index}.{job}.{namespace}.svc as in JobSet; a Service per job instead of per pod "
-            "is lighter on the apiserver and DNS. Immutable."
+            doc="PerJob: one headless Service for the job, hosts {job}-{type}-{index}.{job}.{namespace}.svc as in "
+            "JobSet: lighter on the apiserver, DNS and kube-scheduler. PerReplica: a headless Service per "
+            "replica, hosts {job}-{type}-{index}.{namespace}.svc as in Kubeflow v1 (an elastic job needs it). "
+            "Unset, a job created as v1beta1 is given PerJob at admission (config/defaults), and a job stored "
+            "without it (created before that, or as v1alpha1) is PerReplica. Immutable."
         ),
-    ] = HostNames.PER_REPLICA
+    ] = None
+
+    @property
+    def hosts(self) -> HostNames:
+        """The host names the job's pods get: a job stored without the field keeps Kubeflow's."""
+        return self.host_names or HostNames.PER_REPLICA
 
 
 _UNIQUE_TYPES = "types must differ in more than letter case"
 
 
-_ELASTIC_CEL = "(has(self.framework.pytorch) && has(self.framework.pytorch.elastic))"
+ELASTIC_CEL = "(has(self.framework.pytorch) && has(self.framework.pytorch.elastic))"
 _WORKERS_CEL = "(has(self.replicaSpecs['Worker'].replicas) ? self.replicaSpecs['Worker'].replicas : 1)"
 _REPLICAS_CEL = "(has({s}.replicaSpecs[k].replicas) ? {s}.replicaSpecs[k].replicas : 1)"
 _SUSPENDED_CEL = "(has({s}.runPolicy) && has({s}.runPolicy.suspend) && {s}.runPolicy.suspend)"
@@ -258,21 +264,21 @@ class TrainingJobSpec:
             field_path=".failurePolicy.rules",
         ),
         schema.Rule(
-            cel=f"!{_ELASTIC_CEL} || !('Worker' in self.replicaSpecs) || ({_WORKERS_CEL}"
+            cel=f"!{ELASTIC_CEL} || !('Worker' in self.replicaSpecs) || ({_WORKERS_CEL}"
             f" >= self.framework.pytorch.elastic.minReplicas && {_WORKERS_CEL}"
             " <= self.framework.pytorch.elastic.maxReplicas)",
             message=_ELASTIC_BOUNDS,
             field_path=".replicaSpecs",
         ),
         schema.Rule(
-            cel=f"{_ELASTIC_CEL} || {_SUSPENDED_CEL.format(s='self')} || {_SUSPENDED_CEL.format(s='oldSelf')}"
+            cel=f"{ELASTIC_CEL} || {_SUSPENDED_CEL.format(s='self')} || {_SUSPENDED_CEL.format(s='oldSelf')}"
             " || self.replicaSpecs.all(k, !(k in oldSelf.replicaSpecs)"
             f" || {_REPLICAS_CEL.format(s='self')} == {_REPLICAS_CEL.format(s='oldSelf')})",
             message=FIXED_COUNTS,
             field_path=".replicaSpecs",
         ),
         schema.Rule(
-            cel=f"!{_ELASTIC_CEL} || {_HOST_NAMES_CEL.format(s='self')} == 'PerReplica'",
+            cel=f"!{ELASTIC_CEL} || {_HOST_NAMES_CEL.format(s='self')} == 'PerReplica'",
             message=ELASTIC_HOST_NAMES,
             field_path=".network.hostNames",
         ),
@@ -340,7 +346,7 @@ class TrainingJobSpec:
                 path=("replicaSpecs", "Worker", "replicas"),
                 message=f"{_ELASTIC_BOUNDS} ({elastic.min_replicas}..{elastic.max_replicas})",
             )
-        if elastic is not None and self.network.host_names is HostNames.PER_JOB:
+        if elastic is not None and self.network.hosts is HostNames.PER_JOB:
             yield validation.FieldError(path=("network", "hostNames"), message=ELASTIC_HOST_NAMES)
         if self.tensorboard is not None:  # no CEL twin: templates are free-form JSON to the CRD
             yield from tensorboard_types.log_dir_errors(

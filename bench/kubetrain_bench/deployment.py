@@ -71,6 +71,7 @@ def deployment(nodes: int = 2, manager_flags: Iterable[str] = ()) -> Iterator[De
                 timeout=60,
                 interval=0.2,
             )
+            deploy.wait_defaults_given(c)
             yield Deployment(c, manager)
         finally:
             manager.stop()

@@ -86,7 +86,7 @@ class World:
         # Resolved once: object namespaces and DNS names in env must agree.
         name = job.metadata.name or ""
         namespace = job.metadata.namespace or "default"
-        per_job = job.spec.network.host_names is v1beta1.HostNames.PER_JOB
+        per_job = job.spec.network.hosts is v1beta1.HostNames.PER_JOB
         replicas = tuple(
             Replica(
                 type=key,

@@ -135,7 +135,7 @@ def _changed_immutables(
         (("spec", "runPolicy", "managedBy"), a.run_policy.managed_by, b.run_policy.managed_by),
         (("spec", "replicaSpecs"), sorted(a.replica_specs), sorted(b.replica_specs)),
         # Pods already running know their peers by these names.
-        (("spec", "network", "hostNames"), a.network.host_names, b.network.host_names),
+        (("spec", "network", "hostNames"), a.network.hosts, b.network.hosts),
     ):
         if before != after:
             yield validation.FieldError(path=path, message="field is immutable")

@@ -116,6 +116,7 @@ def deployed() -> Iterator[Deployment]:
             lambda: c.kubectl("get", ALPHA, "-A", check=False).returncode == 0,
             timeout=60,
         )
+        deploy.wait_defaults_given(c)
         yield Deployment(c, audit_log, manager, dry_run)
         manager.stop()
     finally:

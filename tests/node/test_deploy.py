@@ -89,6 +89,8 @@ def test_the_apiserver_calls_both_webhooks_through_the_service(deployed: devclus
     assert as_beta is not None
     assert isinstance(as_beta["spec"]["replicaSpecs"], dict)
     assert len(as_beta["spec"]["replicaSpecs"]) == len(as_alpha["spec"]["replicaSpecs"]) == 3
+    # Created as v1alpha1, it keeps Kubeflow's host names: config/defaults gives PerJob to v1beta1 only.
+    assert as_beta["spec"]["network"] == {"hostNames": "PerReplica"}
     deployed.kubectl("delete", "-f", str(legacy), "-n", "default", "--wait=false")
 
 
@@ -98,7 +100,13 @@ def test_the_sample_runs_to_succeeded(deployed: devcluster.Cluster, name: str) -
     deployed.kubectl("create", "namespace", namespace)
     deployed.kubectl("wait", "--for=create", "--timeout=60s", "serviceaccount/default", "-n", namespace)
     job = jobs.create(deployed, namespace, jobs.sample(name))
+    # The sample leaves its host names to config/defaults, which gives a new v1beta1 job PerJob.
+    stored = jobs.get_job(deployed, namespace, job)
+    assert stored is not None
+    assert stored["spec"]["network"] == {"hostNames": "PerJob"}
     jobs.wait_state(deployed, namespace, job, "Succeeded", timeout=300)
+    services = deployed.kubectl("get", "services", "-n", namespace, "-o", "name").stdout.split()
+    assert services == [f"service/{job}"]
 
 
 def test_the_other_replica_takes_over_when_the_leader_goes(deployed: devcluster.Cluster) -> None:

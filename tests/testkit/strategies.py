@@ -348,9 +348,11 @@ def hub_specs(draw: st.DrawFn) -> v1beta1.TrainingJobSpec:
         tensorboard=tensorboard,
         # An elastic job's rendezvous needs per-replica names.
         network=v1beta1.NetworkSpec(
-            host_names=v1beta1.HostNames.PER_REPLICA
-            if elastic is not None
-            else draw(st.sampled_from(v1beta1.HostNames))
+            host_names=draw(
+                st.sampled_from([None, v1beta1.HostNames.PER_REPLICA])
+                if elastic is not None
+                else optional(st.sampled_from(v1beta1.HostNames))
+            )
         ),
     )
 

@@ -140,9 +140,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--host-names",
         choices=("PerReplica", "PerJob"),
-        default="PerReplica",
-        help="the jobs' spec.network.hostNames (default PerReplica): a headless Service per replica, "
-        "or one per job; --plain-services makes the same Services",
+        default="PerJob",
+        help="the jobs' spec.network.hostNames (default PerJob, what config/defaults gives a new v1beta1 "
+        "job): one headless Service per job, or one per replica (Kubeflow's names, what converted and "
+        "v1alpha1 jobs keep); --plain-services makes the same Services",
     )
     p.add_argument(
         "--framework",
