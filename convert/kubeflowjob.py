@@ -98,6 +98,7 @@ class Reading:
     replicas: dict[str, dict[str, Any]] = attrs.field(factory=dict)  # type -> TrainingJob replica spec
     paths: dict[str, Path] = attrs.field(factory=dict)  # type -> its path in the input
     run_policy: dict[str, Any] = attrs.field(factory=dict)
+    managed_by: str | None = None  # Kubeflow's runPolicy.managedBy: the TrainingJob's managedBy
     framework: dict[str, Any] = attrs.field(factory=dict)
     success_policy: dict[str, Any] | None = None
 
@@ -133,6 +134,8 @@ class Reading:
             "framework": {"name": self.flavour.framework, **self.framework},
             "replicaSpecs": self.replicas,
         }
+        if self.managed_by is not None:
+            spec["managedBy"] = self.managed_by
         if self.run_policy:
             spec["runPolicy"] = self.run_policy
         if self.success_policy is not None:
@@ -292,7 +295,7 @@ def _run_policy(r: Reading) -> None:
             "managedBy",
         )
     elif managed_by:
-        out["managedBy"] = managed_by
+        r.managed_by = managed_by
         rp.note(
             f"carried over: kubetrain leaves the job to {managed_by}, which must know TrainingJobs",
             "managedBy",
@@ -486,8 +489,8 @@ def _write_run_policy(spec: v1beta1.TrainingJobSpec, problems: Problems) -> dict
             out[key] = value
     if rp.suspend:
         out["suspend"] = True
-    if rp.managed_by is not None:
-        out["managedBy"] = rp.managed_by
+    if spec.manager is not None:
+        out["managedBy"] = spec.manager
     sp = rp.scheduling_policy
     if sp is not None:
         scheduling = {

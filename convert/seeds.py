@@ -294,6 +294,8 @@ def expressible(
             yield validation.FieldError(
                 path=("spec", "runPolicy", name), message=f"{kind} has no field for runPolicy.{name}"
             )
+    if spec.managed_by is not None:
+        yield validation.FieldError(path=("spec", "managedBy"), message=f"{kind} has no field for it")
     if spec.network.host_names is v1beta1.HostNames.PER_JOB:
         yield validation.FieldError(
             path=("spec", "network", "hostNames"), message=f"{kind} names its hosts per replica"

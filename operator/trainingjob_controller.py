@@ -51,7 +51,7 @@ from kubetrain.operator.scheduling import backend
 
 __all__ = ["MANAGER_NAME", "TrainingJobReconciler"]
 
-# runPolicy.managedBy: jobs naming another controller are left alone.
+# spec.managedBy (or the deprecated runPolicy.managedBy): jobs naming another controller are left alone.
 MANAGER_NAME = "kubetrain.dev/operator"
 
 Obj = dict[str, Any]
@@ -128,7 +128,7 @@ class TrainingJobReconciler:
             return await self._act(obj, None, None, lifecycle.step(self._invalid(obj, e.errors)))
         job, fw = taken.job, taken.framework
         # Jobs another controller manages (a queue, a multi-cluster dispatcher) are not ours.
-        if job.spec.run_policy.managed_by not in (None, MANAGER_NAME):
+        if job.spec.manager not in (None, MANAGER_NAME):
             return rec.Result()
         # Decide, from the status, what the caches show now and the first rank's progress.
         inp = self._progress(job, self._input(job, fw))

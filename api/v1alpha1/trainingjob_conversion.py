@@ -65,6 +65,7 @@ class Stash:
     failure_policy: hub.FailurePolicy | None = None
     network: hub.NetworkSpec | None = None
     progress: hub.ProgressSpec | None = None
+    managed_by: str | None = None
     status: hub.TrainingJobStatus | None = None
 
 
@@ -102,6 +103,7 @@ def _spec_to(spec: alpha.TrainingJobSpec, stash: Stash, names: Names) -> hub.Tra
     return hub.TrainingJobSpec(
         framework=_framework_to(spec, stash.framework),
         runtime_id=spec.runtime_id,
+        managed_by=stash.managed_by,
         replica_specs={
             names(r.replica_type): hub.ReplicaSpec(
                 replicas=r.replicas,
@@ -255,6 +257,7 @@ def _stash(src: hub.TrainingJob, spec: alpha.TrainingJobSpec, status: alpha.Trai
         failure_policy=_unless_equal(src.spec.failure_policy, rebuilt_spec.failure_policy),
         network=_unless_equal(src.spec.network, rebuilt_spec.network),
         progress=src.spec.progress,
+        managed_by=src.spec.managed_by,
         status=_unless_equal(src.status, _status_to(status, None, names)),
     )
 

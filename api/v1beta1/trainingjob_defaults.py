@@ -43,6 +43,10 @@ HOST_NAMES = types.HostNames.PER_JOB
 # The same tests as the CRD's CEL rules, on the admitted object instead of its spec.
 _UNSET = "!(has(object.spec.network) && has(object.spec.network.hostNames))"
 _NOT_ELASTIC = "!" + types.ELASTIC_CEL.replace("self.", "object.spec.")
+_PATCH = (
+    f'has(object.spec.network) ? [JSONPatch{{op: "add", path: "/spec/network/hostNames", value: "{HOST_NAMES}"}}]'
+    f' : [JSONPatch{{op: "add", path: "/spec/network", value: {{"hostNames": "{HOST_NAMES}"}}}}]'
+)
 
 
 def on_create(job: types.TrainingJob) -> types.TrainingJob:
@@ -76,15 +80,10 @@ def admission_policy() -> list[dict[str, Any]]:
                 {"name": "host-names-unset", "expression": _UNSET},
                 {"name": "not-elastic", "expression": _NOT_ELASTIC},
             ],
-            "mutations": [
-                {
-                    "patchType": "ApplyConfiguration",
-                    "applyConfiguration": {
-                        "expression": "Object{spec: Object.spec{network: Object.spec.network{"
-                        f'hostNames: "{HOST_NAMES.value}"}}}}}}'
-                    },
-                }
-            ],
+            # A JSON patch: an apply configuration would first convert the whole object to its
+            # typed form, and a mistyped field anywhere would then be refused by this policy
+            # instead of by the schema, which names the field and what it must be.
+            "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": _PATCH}}],
             "failurePolicy": "Fail",
             "reinvocationPolicy": "Never",
         },

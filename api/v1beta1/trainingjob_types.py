@@ -138,6 +138,11 @@ class SchedulingPolicy:
     ] = None
 
 
+# A controller's name, as batch/v1 Job's managedBy spells it: a domain-prefixed path.
+MANAGER_PATTERN = r"^[a-z0-9.-]+/[A-Za-z0-9._-]+$"
+MANAGER_MAX_LENGTH = 63
+
+
 @attrs.frozen(kw_only=True, field_transformer=schema.validated)
 class RunPolicy:
     """Lifetime of the job: cleanup, deadlines, budgets, suspension and ownership."""
@@ -160,9 +165,10 @@ class RunPolicy:
     managed_by: Annotated[
         str | None,
         schema.Field(
-            max_length=63,
-            pattern=r"^[a-z0-9.-]+/[A-Za-z0-9._-]+$",
-            doc="Another controller that owns this job; kubetrain then leaves it alone.",
+            max_length=MANAGER_MAX_LENGTH,
+            pattern=MANAGER_PATTERN,
+            doc="Deprecated: spec.managedBy, which MultiKueue reads. Still honoured; if both are set they must "
+            "be equal.",
         ),
     ] = None
     scheduling_policy: SchedulingPolicy | None = None
@@ -206,6 +212,11 @@ _SUSPENDED_CEL = "(has({s}.runPolicy) && has({s}.runPolicy.suspend) && {s}.runPo
 _ELASTIC_BOUNDS = (
     "an elastic job's Worker replicas must lie between framework.pytorch.elastic.minReplicas and maxReplicas"
 )
+_MANAGER_CEL = (
+    "(has({s}.managedBy) ? {s}.managedBy"
+    " : has({s}.runPolicy) && has({s}.runPolicy.managedBy) ? {s}.runPolicy.managedBy : '')"
+)
+MANAGERS_DIFFER = "set managedBy; runPolicy.managedBy (deprecated), if also set, must be the same"
 _HOST_NAMES_CEL = "(has({s}.network) && has({s}.network.hostNames) ? {s}.network.hostNames : 'PerReplica')"
 # torchrun serves the rendezvous store on the node whose own name is the endpoint's host: the short
 # name {job}-worker-0, which other pods resolve only through its own Service.
@@ -226,6 +237,16 @@ class TrainingJobSpec:
         schema.Field(
             pattern=r"^[a-z0-9]{1,16}$",
             doc="The start of Caffe2's RUN_ID, {runtimeId}-{uid}-{attempt}: one id per run of the job.",
+        ),
+    ] = None
+    managed_by: Annotated[
+        str | None,
+        schema.Field(
+            max_length=MANAGER_MAX_LENGTH,
+            pattern=MANAGER_PATTERN,
+            doc="Another controller that owns this job; kubetrain then leaves it alone. "
+            "kueue.x-k8s.io/multikueue: MultiKueue runs it on a worker cluster and mirrors its status here. "
+            "Immutable.",
         ),
     ] = None
     replica_specs: Annotated[
@@ -294,7 +315,24 @@ class TrainingJobSpec:
             message="set runPolicy.backoffLimit or failurePolicy.budgets.userCode.limit, not both",
             field_path=".runPolicy.backoffLimit",
         ),
+        schema.Rule(
+            cel="!has(self.managedBy) || !has(self.runPolicy) || !has(self.runPolicy.managedBy)"
+            " || self.managedBy == self.runPolicy.managedBy",
+            message=MANAGERS_DIFFER,
+            field_path=".runPolicy.managedBy",
+        ),
+        schema.Rule(
+            cel=f"{_MANAGER_CEL.format(s='self')} == {_MANAGER_CEL.format(s='oldSelf')}",
+            message="field is immutable",
+            field_path=".managedBy",
+        ),
     )
+
+    @property
+    def manager(self) -> str | None:
+        """The controller that owns the job, if not kubetrain: ``managedBy``, or the deprecated
+        ``runPolicy.managedBy``."""
+        return self.managed_by or self.run_policy.managed_by
 
     @validation.cross_field
     def __attrs_post_init__(self) -> None:
@@ -335,6 +373,12 @@ class TrainingJobSpec:
                 path=("runPolicy", "backoffLimit"),
                 message="set runPolicy.backoffLimit or failurePolicy.budgets.userCode.limit, not both",
             )
+        if (
+            self.managed_by is not None
+            and self.run_policy.managed_by is not None
+            and self.managed_by != self.run_policy.managed_by
+        ):
+            yield validation.FieldError(path=("runPolicy", "managedBy"), message=MANAGERS_DIFFER)
         elastic = self.framework.elastic
         workers = self.replica_specs.get("Worker")
         if (

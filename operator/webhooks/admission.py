@@ -8,7 +8,7 @@ adds what they cannot know:
   through :func:`kubetrain.operator.intake.decode`, as the reconciler, ``kubetrain render``,
   ``submit`` and ``convert`` check them);
 - fields that must not change once the job exists: the framework, ``runtimeId``,
-  ``runPolicy.managedBy``, the set of replica types, and the pod templates — unless the
+  ``managedBy``, the set of replica types, and the pod templates — unless the
   job is suspended (a queue such as Kueue may then adjust them, as it does for batch Jobs)
   or its pods are being refused (``ReplicaFailure``), so a user can mend what blocks them;
 - ``spec.tensorboard``, which may be added to a job but not changed or removed: its
@@ -18,7 +18,8 @@ adds what they cannot know:
 - what the apiserver itself would say of the pods and Services the job renders, by a
   server-side dry run (:mod:`~kubetrain.operator.webhooks.dryrun`) — only when the spec is
   new or changed. An answer about the namespace (quota, a missing ServiceAccount) admits
-  the job with a warning that ``kubectl`` prints.
+  the job with a warning that ``kubectl`` prints;
+- a deprecated field set (``runPolicy.managedBy``): admitted, with a warning naming its successor.
 
 Every refusal names the field: ``spec.replicaSpecs.Launcher: tensorflow has no replica
 type Launcher (allowed: Chief, Master, Worker, PS, Evaluator)``.
@@ -66,18 +67,22 @@ class Admission:
         request = body.get("request") or {}
         new, old = request.get("object"), request.get("oldObject")
         job, fw, found = _checked(new, old, self.frameworks)
+        said = _deprecated(job)
         if job is None or fw is None or found or (old is not None and _same_spec(new, old)):
-            return _response(request, found)
+            return _response(request, found, said)
         if not job.metadata.namespace:
             job = attrs.evolve(job, metadata=attrs.evolve(job.metadata, namespace=request.get("namespace")))
         verdict = await dryrun.check(self.api, job, fw, self.accelerators)
-        return _response(request, list(verdict.errors), verdict.warnings)
+        return _response(request, list(verdict.errors), (*said, *verdict.warnings))
 
 
 def answer(body: Mapping[str, Any], frameworks: registry.Registry | None = None) -> dict[str, Any]:
     """The review's answer from the checks that need no apiserver."""
     request = body.get("request") or {}
-    return _response(request, errors(request.get("object"), request.get("oldObject"), frameworks))
+    job, _, found = _checked(
+        request.get("object"), request.get("oldObject"), frameworks or registry.default()
+    )
+    return _response(request, found, _deprecated(job))
 
 
 def errors(
@@ -85,6 +90,13 @@ def errors(
 ) -> list[validation.FieldError]:
     """Why ``new`` (replacing ``old``, on an update) must not be admitted, as far as it alone says."""
     return _checked(new, old, frameworks or registry.default())[2]
+
+
+def _deprecated(job: v1beta1.TrainingJob | None) -> tuple[str, ...]:
+    """Warnings for the deprecated fields ``job`` sets (kubectl prints them)."""
+    if job is None or job.spec.run_policy.managed_by is None:
+        return ()
+    return ("spec.runPolicy.managedBy is deprecated: set spec.managedBy, the field MultiKueue reads",)
 
 
 def _response(
@@ -132,7 +144,7 @@ def _changed_immutables(
     for path, before, after in (
         (("spec", "framework"), a.framework, b.framework),
         (("spec", "runtimeId"), a.runtime_id, b.runtime_id),
-        (("spec", "runPolicy", "managedBy"), a.run_policy.managed_by, b.run_policy.managed_by),
+        (("spec", "managedBy"), a.manager, b.manager),
         (("spec", "replicaSpecs"), sorted(a.replica_specs), sorted(b.replica_specs)),
         # Pods already running know their peers by these names.
         (("spec", "network", "hostNames"), a.network.hosts, b.network.hosts),

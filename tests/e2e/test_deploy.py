@@ -311,7 +311,7 @@ def test_storage_migration_rewrites_objects_stored_as_v1alpha1(deployed: Deploym
     # stored as v1alpha1, that field lives in the conversion-data annotation.
     job = yaml.safe_load((SAMPLES / "tensorflow-ps.yaml").read_text())
     job["metadata"]["name"] = "tfjob-legacy"
-    job["spec"]["runPolicy"] = {"managedBy": "example.com/elsewhere"}
+    job["spec"]["managedBy"] = "example.com/elsewhere"
     deployed.kubectl("create", "-n", ns, "-f", "-", input=json.dumps(job))
     stored_alpha = get(deployed, ALPHA, ns, "tfjob-legacy")
     assert "training.kubetrain.dev/conversion-data" in stored_alpha["metadata"]["annotations"]
@@ -323,7 +323,7 @@ def test_storage_migration_rewrites_objects_stored_as_v1alpha1(deployed: Deploym
     assert "rewritten as v1beta1; storedVersions is now [v1beta1]" in result.stdout
     after = get(deployed, RESOURCE, ns, "tfjob-legacy")
     assert after["metadata"]["resourceVersion"] != before, "the v1alpha1 encoding was rewritten"
-    assert after["spec"]["runPolicy"]["managedBy"] == "example.com/elsewhere", "nothing lost on the way"
+    assert after["spec"]["managedBy"] == "example.com/elsewhere", "nothing lost on the way"
     current = definition(deployed)
     assert current["status"]["storedVersions"] == ["v1beta1"]
     again = migrate_storage(deployed)

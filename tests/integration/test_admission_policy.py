@@ -40,8 +40,11 @@ def _host_names(obj: dict[str, Any]) -> str | None:
 
 
 def _given(c: devcluster.Cluster, namespace: str) -> bool:
-    """Whether the apiserver gives the default now (its policies are read from a watch)."""
-    return _host_names(_created(c, _job("probe", namespace), dry_run=True)) == "PerJob"
+    """Whether the apiserver gives the default now: its policies are read from a watch, and the
+    first seconds after a CRD is installed it answers 503 (devcluster.deploy.wait_defaults_given)."""
+    probe = json.dumps(_job("probe", namespace))
+    r = c.kubectl("create", "-f", "-", "-o", "json", "--dry-run=server", input=probe, check=False)
+    return r.returncode == 0 and _host_names(json.loads(r.stdout)) == "PerJob"
 
 
 @pytest.fixture
@@ -104,3 +107,17 @@ def test_an_update_is_not_given_the_default(cluster: devcluster.Cluster, namespa
     after = json.loads(cluster.kubectl("get", "trainingjob", "old", "-n", namespace, "-o", "json").stdout)
     assert after["metadata"]["labels"]["touched"] == "yes"
     assert _host_names(after) is None
+
+
+@pytest.mark.usefixtures("policy")
+def test_a_mistyped_job_is_still_refused_by_the_schema_with_its_path(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    """The policy patches what it is given: it does not read the object through its schema first."""
+    bad = _job("mistyped", namespace)
+    bad["spec"]["replicaSpecs"]["Master"]["replicas"] = "two"
+    refused = cluster.kubectl("create", "-f", "-", input=json.dumps(bad), check=False)
+    assert refused.returncode != 0
+    assert "spec.replicaSpecs.Master.replicas" in refused.stderr
+    assert "must be of type integer" in refused.stderr
+    assert "policy" not in refused.stderr

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 import yaml
 from testkit import jobs
 from testkit.builders import a_job
@@ -121,15 +122,21 @@ def test_a_new_job_too_large_to_store_fails_before_anything_is_made(
     asyncio.run(too_large(cluster, namespace))
 
 
-async def managed_elsewhere(c: devcluster.Cluster, namespace: str) -> None:
+async def managed_elsewhere(c: devcluster.Cluster, namespace: str, where: str) -> None:
     api = await client.Client.connect(str(c.kubeconfig))
     caches = Caches(api, namespace)
+    manager = "kueue.x-k8s.io/multikueue"
+    owned = (
+        {"managed_by": manager}
+        if where == "managedBy"
+        else {"run_policy": v1beta1.RunPolicy(managed_by=manager)}  # deprecated, still honoured
+    )
     job = (
         a_job("queued")
         .framework("tensorflow")
         .namespace(namespace)
         .replicas("Chief", 1)
-        .with_spec(run_policy=v1beta1.RunPolicy(managed_by="kueue.x-k8s.io/multikueue"))
+        .with_spec(**owned)
         .build()
     )
     created = await caches.submit(job)
@@ -141,10 +148,11 @@ async def managed_elsewhere(c: devcluster.Cluster, namespace: str) -> None:
     assert await pod_names(api, namespace) == []
 
 
+@pytest.mark.parametrize("where", ["managedBy", "runPolicy.managedBy"])
 def test_a_job_managed_by_another_controller_is_left_alone(
-    cluster: devcluster.Cluster, namespace: str
+    cluster: devcluster.Cluster, namespace: str, where: str
 ) -> None:
-    asyncio.run(managed_elsewhere(cluster, namespace))
+    asyncio.run(managed_elsewhere(cluster, namespace, where))
 
 
 # --- names that are not the job's ------------------------------------------------------------------

@@ -303,9 +303,13 @@ def hub_specs(draw: st.DrawFn) -> v1beta1.TrainingJobSpec:
             index=st.none() if tc[1] == 0 else optional(st.integers(0, tc[1] - 1)),
         )
     )
+    # Who manages the job: the field, the deprecated one, or both saying the same.
+    manager = draw(optional(st.sampled_from(["kueue.x-k8s.io/multikueue", "example.com/dispatcher"])))
+    where = draw(st.sampled_from(["spec", "runPolicy", "both"]))
     return v1beta1.TrainingJobSpec(
         framework=framework,
         runtime_id=draw(optional(runtime_id)),
+        managed_by=manager if where != "runPolicy" else None,
         replica_specs=replica_specs,
         run_policy=v1beta1.RunPolicy(
             clean_pod_policy=draw(optional(st.sampled_from(v1beta1.CleanPodPolicy))),
@@ -313,7 +317,7 @@ def hub_specs(draw: st.DrawFn) -> v1beta1.TrainingJobSpec:
             active_deadline_seconds=draw(optional(st.integers(1, 10**6))),
             backoff_limit=backoff_limit,
             suspend=draw(st.booleans()),
-            managed_by=draw(optional(st.just("kueue.x-k8s.io/multikueue"))),
+            managed_by=manager if where != "spec" else None,
             scheduling_policy=draw(
                 optional(
                     st.builds(

@@ -354,13 +354,14 @@ def test_the_run_policy_is_carried_over_and_said_where_it_differs() -> None:
         },
     }
     converted = document.convert(doc)
+    # Kubeflow's runPolicy.managedBy is the TrainingJob's top-level managedBy, which MultiKueue reads.
+    assert converted.job.spec.managed_by == "kueue.x-k8s.io/multikueue"
     assert converted.job.spec.run_policy == v1beta1.RunPolicy(
         clean_pod_policy=v1beta1.CleanPodPolicy.NONE,
         ttl_seconds_after_finished=60,
         active_deadline_seconds=3600,
         backoff_limit=3,
         suspend=True,
-        managed_by="kueue.x-k8s.io/multikueue",
         scheduling_policy=v1beta1.SchedulingPolicy(
             min_available=2, queue="research", priority_class="high", schedule_timeout_seconds=300
         ),
@@ -381,7 +382,7 @@ def test_kubeflow_managing_the_job_itself_is_not_carried_over() -> None:
     doc = minimal("JAXJob")
     doc["spec"]["runPolicy"] = {"managedBy": "kubeflow.org/training-operator"}
     converted = document.convert(doc)
-    assert converted.job.spec.run_policy.managed_by is None
+    assert converted.job.spec.manager is None
     assert warnings_of(converted) == [
         "warning: spec.runPolicy.managedBy: not carried over: kubeflow.org/training-operator is JAXJob's own "
         "controller; kubetrain manages the job"

@@ -53,7 +53,7 @@ def test_the_policy_asks_the_same_as_on_create_and_is_what_config_defaults_holds
     assert "hostNames" in conditions["host-names-unset"]
     assert spec["matchConstraints"]["matchPolicy"] == "Exact"  # v1alpha1 requests keep Kubeflow's names
     assert spec["matchConstraints"]["resourceRules"][0]["operations"] == ["CREATE"]
-    assert '"PerJob"' in spec["mutations"][0]["applyConfiguration"]["expression"]
+    assert '"PerJob"' in spec["mutations"][0]["jsonPatch"]["expression"]
     assert binding["spec"]["policyName"] == policy["metadata"]["name"]
     assert (ROOT / defaults.POLICY_PATH).read_text() == defaults.render()
     assert (

@@ -121,6 +121,32 @@ def test_immutable_fields_stay_put_and_templates_change_only_while_suspended() -
     assert admit(renamed, suspended)["status"]["message"] == "spec.network.hostNames: field is immutable"
 
 
+def test_managed_by_is_one_field_with_a_deprecated_predecessor_and_never_changes() -> None:
+    multikueue = "kueue.x-k8s.io/multikueue"
+    new = hub(managed_by=multikueue)
+    assert admission.answer({"request": {"uid": "u", "object": new}})["response"] == {
+        "uid": "u",
+        "allowed": True,
+    }
+    old_style = hub(run_policy=v1beta1.RunPolicy(managed_by=multikueue))
+    said = admission.answer({"request": {"uid": "u", "object": old_style}})["response"]
+    assert said["allowed"]
+    assert said["warnings"] == [
+        "spec.runPolicy.managedBy is deprecated: set spec.managedBy, the field MultiKueue reads"
+    ]
+    assert scheme.to_hub(scheme.decode(old_style)).spec.manager == multikueue
+    # Moving the value to the new field changes nothing; changing it does.
+    assert admit(new, old_style)["allowed"]
+    elsewhere = hub(managed_by="example.com/dispatcher")
+    assert admit(elsewhere, new)["status"]["message"] == "spec.managedBy: field is immutable"
+    assert admit(hub(), new)["status"]["message"] == "spec.managedBy: field is immutable"
+    both = hub(managed_by=multikueue)
+    both["spec"]["runPolicy"] = {"managedBy": "example.com/dispatcher"}
+    assert admit(both)["status"]["message"] == (
+        f"spec.runPolicy.managedBy: {v1beta1.trainingjob_types.MANAGERS_DIFFER}"
+    )
+
+
 def test_templates_may_be_mended_while_their_pods_are_refused() -> None:
     refused = hub()
     refused["status"] = {
