@@ -30,9 +30,8 @@ def _job(name: str, namespace: str, **network: Any) -> dict[str, Any]:
     return obj
 
 
-def _created(c: devcluster.Cluster, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
-    args = ["create", "-f", "-", "-o", "json", *(["--dry-run=server"] if dry_run else [])]
-    return dict(json.loads(c.kubectl(*args, input=json.dumps(obj)).stdout))
+def _created(c: devcluster.Cluster, obj: dict[str, Any]) -> dict[str, Any]:
+    return dict(json.loads(c.kubectl("create", "-f", "-", "-o", "json", input=json.dumps(obj)).stdout))
 
 
 def _host_names(obj: dict[str, Any]) -> str | None:
@@ -82,7 +81,9 @@ def test_what_a_job_says_is_kept_and_an_elastic_job_is_left_per_replica(
 ) -> None:
     asked = _created(cluster, _job("asked", namespace, hostNames="PerReplica"))
     assert _host_names(asked) == "PerReplica"
-    empty = _created(cluster, _job("empty", namespace))  # network: {} is as unset
+    empty = _job("empty", namespace)
+    empty["spec"]["network"] = {}  # as unset
+    empty = _created(cluster, empty)
     assert _host_names(empty) == "PerJob"
     elastic = _job("elastic", namespace)
     elastic["spec"]["framework"]["pytorch"] = {"elastic": {"minReplicas": 1, "maxReplicas": 2}}
