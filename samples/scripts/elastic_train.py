@@ -12,11 +12,17 @@ ranks agree on it through an all_reduce, so they stop at the same step).
 Every rank reports its progress — the step, the total and the loss — to the file kubetrain names
 in KUBETRAIN_PROGRESS_FILE when the job has ``spec.progress`` (through kubetrain_progress.py
 beside this script): once at each start, from the checkpoint, then after every step.
+
+torchrun stops every worker with SIGTERM when the world changes. A SIGTERM that came between
+saving a step and printing its line would lose the line of a step that counts; so the save and
+the line are one commit: a SIGTERM that comes during it is held until the commit is done, and
+then ends the process as it would have (by the signal, so torchrun reports the same).
 """
 
 import argparse
 import json
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -24,6 +30,34 @@ import kubetrain_progress
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
+
+
+class Commit:
+    """Holds a SIGTERM that comes while ``with commit:`` runs, until the block is done."""
+
+    def __init__(self) -> None:
+        self.open = False
+        self.held = False
+        signal.signal(signal.SIGTERM, self._on_term)
+
+    def _on_term(self, signum: int, _frame: object) -> None:
+        if self.open:
+            self.held = True
+        else:
+            self._die()
+
+    @staticmethod
+    def _die() -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    def __enter__(self) -> None:
+        self.open = True
+
+    def __exit__(self, *_: object) -> None:
+        self.open = False
+        if self.held:
+            self._die()
 
 
 def main() -> int:
@@ -34,6 +68,7 @@ def main() -> int:
     parser.add_argument("--stop-file", default=None, help="end once this file exists")
     args = parser.parse_args()
 
+    commit = Commit()
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     model = torch.nn.Linear(1, 1)
@@ -61,11 +96,12 @@ def main() -> int:
         step += 1
         kubetrain_progress.report(step, total=total, loss=loss.item())
         if rank == 0:
-            partial = checkpoint.with_suffix(".partial")
-            torch.save({"step": step, "model": model.state_dict()}, partial)
-            partial.rename(checkpoint)
-            line = {"step": step, "world": world, "restart": restart, "loss": round(loss.item(), 5)}
-            print("KUBETRAIN-STEP " + json.dumps(line), flush=True)
+            with commit:
+                partial = checkpoint.with_suffix(".partial")
+                torch.save({"step": step, "model": model.state_dict()}, partial)
+                partial.rename(checkpoint)
+                line = {"step": step, "world": world, "restart": restart, "loss": round(loss.item(), 5)}
+                print("KUBETRAIN-STEP " + json.dumps(line), flush=True)
         time.sleep(args.step_seconds)
     dist.destroy_process_group()
     return 0
