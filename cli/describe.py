@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 
 from kubetrain import client
-from kubetrain.api import meta, v1beta1
+from kubetrain.api import meta, naming, v1beta1
 from kubetrain.cli import cluster, output
 from kubetrain.operator.policies import budget
 
@@ -372,6 +372,11 @@ def hint(job: v1beta1.TrainingJob, namespace: str | None = None) -> str | None:
         then = f"; it fails after scheduleTimeoutSeconds ({timeout}s)" if timeout else ""
         return f"no room for its pods: free room on the nodes, or lower the pods' requests{then}"
     if state is v1beta1.JobState.SUSPENDED:
+        if queue and reason in ("Queued", "Evicted"):  # Kueue's Workload route holds it
+            return (
+                f"it waits in queue {queue}; it resumes when Kueue admits its Workload "
+                f"(kubectl get workloads{ns} -l {naming.JOB_NAME}={name})"
+            )
         if queue:
             return f"it waits in queue {queue}; it resumes when the queue admits it"
         return (

@@ -156,16 +156,19 @@ def rows(
 
 
 def state_cell(job: v1beta1.TrainingJob) -> str:
-    """The state, and why its pods wait while they wait: ``Created (Queued)``."""
+    """The state, and why its pods wait while they wait: ``Created (Queued)``; why it is suspended
+    if not by its own spec: ``Suspended (Queued)``, held by Kueue."""
     s = job.status
     state = s.state or v1beta1.JobState.PENDING
     if state in (v1beta1.JobState.SUCCEEDED, v1beta1.JobState.FAILED):
         return state.value
+    C = v1beta1.ConditionType  # noqa: N806
     held = [
         c.reason
         for c in s.conditions
-        if (c.type == v1beta1.ConditionType.SCHEDULED and not c.is_true())
-        or (c.type == v1beta1.ConditionType.REPLICA_FAILURE and c.is_true())
+        if (c.type == C.SCHEDULED and not c.is_true())
+        or (c.type == C.REPLICA_FAILURE and c.is_true())
+        or (c.type == C.SUSPENDED and c.is_true() and c.reason != "Suspended")
     ]
     return f"{state.value} ({', '.join(held)})" if held else state.value
 

@@ -2,7 +2,8 @@
 
 ``kubetrain render FILE`` prints every object the operator would create for the
 TrainingJob(s) in FILE (either API version; ``-`` reads standard input) — no cluster
-needed; ``--gang-scheduler`` says for which gang scheduler (native unless told). A file is
+needed; ``--gang-scheduler`` says for which gang scheduler (native unless told), ``--kueue`` for
+which Kueue route (a job in a queue gets its Workload, unless told ``pods``). A file is
 rendered as the apiserver would store it, a new job's admission defaults given.
 ``kubetrain manifests`` regenerates the CRD and the admission defaults' policy from the API
 types, and the state diagram from
@@ -58,6 +59,13 @@ def _render_arguments(p: argparse.ArgumentParser) -> None:
         choices=GANG_SCHEDULERS,
         help="the operator's --gang-scheduler to render for (default: native, what auto finds where it is served)",
     )
+    p.add_argument(
+        "--kueue",
+        default="workload",
+        choices=("workload", "pods"),
+        help="the operator's --kueue to render for: a job in a queue gets its own Workload (default; its "
+        "priority, which only a cluster knows, is left out), or its pods join Kueue plain-pod groups (pods)",
+    )
     p.set_defaults(run=_render)
 
 
@@ -78,17 +86,21 @@ def _reported(run: Run) -> Run:
 
 @_reported
 def _render(args: argparse.Namespace) -> int:
+    import attrs
+
     from kubetrain.api import documents, v1beta1, validation
     from kubetrain.operator import intake, render, scheduling
 
     objects: list[dict[str, Any]] = []
-    scheduler = scheduling.registry.get(args.gang_scheduler)
+    scheduler = attrs.evolve(scheduling.registry.get(args.gang_scheduler), kueue=args.kueue)
     for doc in documents.load(args.file):
         _refuse_old_kind(doc, args.file)
         try:
             decoded = intake.decode(doc.data, weigh=True)
             # What the apiserver stores when the file is applied: a new job's defaults given.
             job = v1beta1.trainingjob_defaults.on_create(decoded.job)
+            workload = render.workload(job, decoded.framework, scheduler)
+            objects.extend([workload] if workload is not None else [])
             objects.extend(render.render(job, decoded.framework, scheduler))
         except validation.ValidationError as e:
             raise doc.explain(e) from None

@@ -21,6 +21,11 @@ cluster (:func:`controlplane.component`), with the admin kubeconfig (controller-
   listening), then a server-side dry-run create of a ClusterQueue, which goes through
   Kueue's mutating and validating webhooks.
 
+For MultiKueue, a manager's Kueue is started with the custom kinds it dispatches
+(``multiKueue.externalFrameworks``), and :func:`add_worker` gives it a worker cluster — the
+worker's own kubeconfig (certificates inline, the apiserver at 127.0.0.1) in a Secret of Kueue's
+namespace, and a MultiKueueCluster naming it; the worker runs a Kueue of its own.
+
 The cluster is shared by every test of a session, so Kueue touches only pods in namespaces
 labelled ``<namespace_label>=true`` (:func:`manage`): its ``managedJobsNamespaceSelector``
 says so, and the pod webhooks carry the same ``namespaceSelector``, so no other pod is ever
@@ -62,6 +67,7 @@ __all__ = [
     "GROUP",
     "NAMESPACE_LABEL",
     "WEBHOOK_CONFIGURATIONS",
+    "add_worker",
     "manage",
     "start",
     "stop",
@@ -94,9 +100,14 @@ KINDS_WITH_FINALIZERS = (
 
 
 def start(
-    c: controlplane.ControlPlane, timeout: float = 90, *, namespace_label: str = NAMESPACE_LABEL
+    c: controlplane.ControlPlane,
+    timeout: float = 90,
+    *,
+    namespace_label: str = NAMESPACE_LABEL,
+    multikueue_kinds: tuple[str, ...] = (),
 ) -> process.Process:
-    """Install and start Kueue (pod integration, namespaces labelled ``namespace_label=true``)."""
+    """Install and start Kueue (pod integration, namespaces labelled ``namespace_label=true``);
+    ``multikueue_kinds`` (``Kind.version.group``) are the custom kinds MultiKueue dispatches."""
     # Raises BinariesNotFoundError naming hack/build-schedulers.sh if Kueue was not built.
     kueue = binaries.find(("kueue",))["kueue"]
     crds = binaries.manifest("kueue/crd")
@@ -117,7 +128,9 @@ def start(
     port = process.free_port()
     probes = process.free_port()
     config = home / "config.yaml"
-    config.write_text(yaml.safe_dump(configuration(port, probes, cert_dir, namespace_label)))
+    config.write_text(
+        yaml.safe_dump(configuration(port, probes, cert_dir, namespace_label, multikueue_kinds))
+    )
     apply_webhooks(
         c, webhooks, base=f"https://127.0.0.1:{port}", ca=ca.cert_pem, namespace_label=namespace_label
     )
@@ -162,10 +175,16 @@ def stop(c: controlplane.ControlPlane, proc: process.Process) -> None:
         _drop_finalizers(c)
 
 
-def configuration(port: int, probes: int, cert_dir: pathlib.Path, namespace_label: str) -> dict[str, Any]:
+def configuration(
+    port: int,
+    probes: int,
+    cert_dir: pathlib.Path,
+    namespace_label: str,
+    multikueue_kinds: tuple[str, ...] = (),
+) -> dict[str, Any]:
     """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2) for a local process."""
     managed = {"matchLabels": {namespace_label: "true"}}
-    return {
+    config: dict[str, Any] = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         "namespace": KUEUE_NAMESPACE,
@@ -180,6 +199,33 @@ def configuration(port: int, probes: int, cert_dir: pathlib.Path, namespace_labe
         "featureGates": {"VisibilityOnDemand": False},
         "clientConnection": {"qps": 50, "burst": 100},
     }
+    if multikueue_kinds:
+        # MultiKueue's generic adapter (gate MultiKueueAdaptersForCustomJobs, on since 0.15).
+        config["multiKueue"] = {"externalFrameworks": [{"name": k} for k in multikueue_kinds]}
+    return config
+
+
+def add_worker(manager: controlplane.ControlPlane, worker: controlplane.ControlPlane, name: str) -> None:
+    """Make ``worker`` a MultiKueue worker cluster of ``manager``'s Kueue, as ``name``: its
+    kubeconfig in a Secret of Kueue's namespace, and a MultiKueueCluster reading it."""
+    manager.kubectl("create", "namespace", KUEUE_NAMESPACE, check=False)
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": f"{name}-kubeconfig", "namespace": KUEUE_NAMESPACE},
+        "data": {"kubeconfig": base64.b64encode(pathlib.Path(worker.kubeconfig).read_bytes()).decode()},
+    }
+    cluster = {
+        "apiVersion": API_VERSION,
+        "kind": "MultiKueueCluster",
+        "metadata": {"name": name},
+        "spec": {
+            "clusterSource": {"kubeConfig": {"locationType": "Secret", "location": f"{name}-kubeconfig"}}
+        },
+    }
+    manager.kubectl(
+        "apply", "--server-side", "--force-conflicts", "-f", "-", input=yaml.safe_dump_all([secret, cluster])
+    )
 
 
 def install_crds(c: controlplane.ControlPlane, crd_dir: pathlib.Path, timeout: float) -> None:

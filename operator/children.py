@@ -32,7 +32,7 @@ from kubetrain.operator import accelerators, lifecycle, memory, render, tensorbo
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.policies import refusal
 from kubetrain.operator.runtime import cache, client, events
-from kubetrain.operator.scheduling import backend, registry
+from kubetrain.operator.scheduling import backend, registry, workload
 
 __all__ = ["Children", "delete_exactly"]
 
@@ -80,6 +80,7 @@ class Children:
         pods = [o for o in objects if o["kind"] == "Pod" and not self._cached(job, o)]
         for pod in pods:
             accelerators.apply(pod, self.accelerators)
+            workload.apply(pod, decision.assigned.get(pod["metadata"]["labels"][naming.REPLICA_TYPE]))
         groups = [o for o in objects if self._is_group(o)]
         shared = [
             o for o in objects if o["kind"] != "Pod" and not self._is_group(o) and not self._cached(job, o)
@@ -106,6 +107,14 @@ class Children:
             refused = [r for r in answers if r is not None]
             start, size = start + len(batch), min(2 * size, MAX_BATCH)
         return refused
+
+    async def workload(
+        self, job: v1beta1.TrainingJob, fw: fw_contract.Framework, priority: int | None
+    ) -> tuple[v1beta1.Refusal, ...]:
+        """Create the job's Workload (Kueue's Workload route); what the apiserver refused."""
+        obj = render.workload(job, fw, self.scheduler, priority=priority)
+        refused = await self._create_one(job, obj) if obj is not None else None
+        return (refused,) if refused is not None else ()
 
     async def tensorboard(self, job: v1beta1.TrainingJob) -> None:
         """The Deployment, then its Service: a Service in the cache means both exist."""
@@ -159,9 +168,7 @@ class Children:
         return self.exists(job, obj["kind"], cache.key_of(obj))
 
     async def _create_one(self, job: v1beta1.TrainingJob, obj: Obj) -> v1beta1.Refusal | None:
-        group = self._is_group(obj)
-        resource = self.scheduler.resource if group else client.CHILDREN[obj["kind"]]
-        assert resource is not None
+        resource = self._resource(obj)
         try:
             await self.api.create(resource, obj, obj["metadata"]["namespace"])
             if (expected := self.memory.expected.get(obj["kind"])) is not None:
@@ -173,7 +180,7 @@ class Children:
             name = obj["metadata"]["name"]
             # A 404 for a group is the cluster not serving the backend's API (namespaces are
             # found: the job is in one).
-            message = taken or (registry.not_served(self.scheduler) if group and e.not_found else e.message)
+            message = taken or (e.not_found and self._not_served(obj)) or e.message
             await self.recorder.event(
                 scheme.encode(job), "Warning", "FailedCreate", f"{obj['kind']} {name}: {message}"
             )
@@ -185,6 +192,23 @@ class Children:
                 time=self.clock(),
                 observed_generation=job.metadata.generation,
             )
+        return None
+
+    def _resource(self, obj: Obj) -> client.Resource:
+        if self._is_group(obj):
+            assert self.scheduler.resource is not None
+            return self.scheduler.resource
+        if obj["kind"] == workload.WORKLOADS.kind:
+            return workload.WORKLOADS
+        return client.CHILDREN[obj["kind"]]
+
+    def _not_served(self, obj: Obj) -> str | None:
+        """Why a create of ``obj`` was answered 404, if its kind may not be served: a gang group's
+        or a Workload's (namespaces are found: the job is in one)."""
+        if self._is_group(obj):
+            return registry.not_served(self.scheduler)
+        if obj["kind"] == workload.WORKLOADS.kind:
+            return f"{obj['kind']} {obj['apiVersion']} {registry.NOT_SERVED} (schedulingPolicy.queue names a Kueue LocalQueue: install Kueue, then restart kubetrain-operator)"
         return None
 
     async def _taken(self, job: v1beta1.TrainingJob, obj: Obj, resource: client.Resource) -> str | None:

@@ -18,6 +18,8 @@ import sys
 import warnings
 from collections.abc import Sequence
 
+import attrs
+
 from kubetrain.api import naming, validation
 from kubetrain.operator import (
     accelerators,
@@ -80,6 +82,13 @@ def parser() -> argparse.ArgumentParser:
         "coscheduling, volcano; else none), or one of them outright",
     )
     p.add_argument(
+        "--kueue",
+        default=scheduling.backend.WORKLOAD_ROUTE,
+        choices=scheduling.backend.KUEUE_ROUTES,
+        help="how a job in a Kueue queue (schedulingPolicy.queue) waits: as its own Workload, admitted "
+        "whole and resumed on admission (workload), or as Kueue plain-pod groups (pods)",
+    )
+    p.add_argument(
         "--coscheduling-scheduler-name",
         default=scheduling.coscheduling.SCHEDULER_NAME,
         help="schedulerName of the scheduler-plugins scheduler (with --gang-scheduler=coscheduling)",
@@ -139,6 +148,8 @@ def build(
     args: argparse.Namespace,
     accelerator_config: accelerators.Config | None = None,
     scheduler: scheduling.backend.Backend = scheduling.backend.NONE,
+    *,
+    workloads_served: bool = False,
 ) -> manager.Manager:
     mgr = manager.Manager(
         api,
@@ -170,6 +181,16 @@ def build(
     reader = progress_reader.Reader(
         api, interval=args.progress_interval, budget=args.progress_reads_per_second
     )
+    # Kueue's Workload route: the jobs' Workloads, and the flavors their admissions name.
+    workloads = flavors = None
+    if workloads_served:
+        workloads = mgr.informer(
+            scheduling.workload.WORKLOADS,
+            label_selector=CHILD_SELECTOR,
+            indexers={"owner": cache.by_owner()},
+            transform=projection.workload,
+        )
+        flavors = mgr.informer(scheduling.workload.RESOURCE_FLAVORS, transform=projection.resource_flavor)
     reconciler = trainingjob_controller.TrainingJobReconciler(
         api,
         jobs=jobs,
@@ -184,6 +205,8 @@ def build(
         accelerator_config=accelerator_config,
         scheduler=scheduler,
         reader=reader,
+        workloads=workloads,
+        flavors=flavors,
     )
     if mgr.webhooks is not None:
         webhooks.register(mgr.webhooks, api, accelerator_config)
@@ -193,6 +216,9 @@ def build(
         controller.OwnedKind(i, "TrainingJob", events=None if r is client.PODS else {"DELETED"})
         for r, i in children.items()
     ]
+    if workloads is not None:
+        # Every change of a Workload's status (admitted, evicted) is the job's business.
+        owned.append(controller.OwnedKind(workloads, "TrainingJob"))
     trainingjobs = controller.Controller(
         "trainingjob", reconciler, jobs, owned, workers=args.max_concurrent_reconciles
     )
@@ -225,7 +251,17 @@ async def run(args: argparse.Namespace) -> int:
         scheduler = scheduling.registry.get(
             args.gang_scheduler, scheduler_name=args.coscheduling_scheduler_name
         )
-    mgr = build(api, args, accelerator_config, scheduler)
+    scheduler = attrs.evolve(scheduler, kueue=args.kueue)
+    # The Workload route watches Workloads where Kueue is installed; where it is not, a job in a
+    # queue says so (its Workload is refused as not served).
+    workloads_served = args.kueue == scheduling.backend.WORKLOAD_ROUTE and await served(
+        api, scheduling.workload.WORKLOADS, args.namespace
+    )
+    if args.kueue == scheduling.backend.WORKLOAD_ROUTE and not workloads_served:
+        log.info(
+            "Kueue is not installed (no Workload API): jobs in a queue will say so until it is and this restarts"
+        )
+    mgr = build(api, args, accelerator_config, scheduler, workloads_served=workloads_served)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

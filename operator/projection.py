@@ -137,6 +137,27 @@ def node(obj: Obj) -> Obj:
     return out
 
 
+def workload(obj: Obj) -> Obj:
+    """A Kueue Workload's identity, generation and status, without its pod sets' templates (the
+    job's own pods, which it has), which is all :class:`~.scheduling.workload.Seen` reads."""
+    meta = obj.get("metadata") or {}
+    out_meta = _identity(meta)
+    _copy(out_meta, meta, "generation")
+    out = _object(obj, out_meta)
+    if "status" in obj:
+        out["status"] = obj["status"]
+    return out
+
+
+def resource_flavor(obj: Obj) -> Obj:
+    """A Kueue ResourceFlavor's name and the node labels and tolerations it gives pods."""
+    meta = obj.get("metadata") or {}
+    out = _object(obj, _identity(meta))
+    spec = obj.get("spec") or {}
+    out["spec"] = {k: spec[k] for k in ("nodeLabels", "tolerations") if k in spec}
+    return out
+
+
 def training_job(obj: Obj) -> Obj:
     meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
     annotations = meta.get("annotations")

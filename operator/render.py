@@ -138,6 +138,46 @@ def representatives(job: v1beta1.TrainingJob, fw: fw_contract.Framework) -> list
     ]
 
 
+def workload(
+    job: v1beta1.TrainingJob,
+    fw: fw_contract.Framework,
+    scheduler: backend.Backend = backend.NONE,
+    *,
+    priority: int | None = None,
+) -> Object | None:
+    """The Workload of a job in a Kueue queue on the Workload route (:mod:`.scheduling.workload`),
+    or None; ``priority`` is the value of the job's PriorityClass, which only a cluster knows."""
+    policy = job.spec.run_policy.scheduling_policy
+    queue = scheduler.workload_queue(policy.queue if policy else None)
+    if queue is None or policy is None:
+        return None
+    firsts = {(k, 0) for k, s in job.spec.replica_specs.items() if s.replicas > 0}
+    keys = {k.lower(): k for k in job.spec.replica_specs}
+    pods = {
+        keys[o["metadata"]["labels"][naming.REPLICA_TYPE]]: o
+        for o in render(job, fw, scheduler, pods=firsts, with_tensorboard=False)
+        if o["kind"] == "Pod"
+    }
+    name = job.metadata.name or ""
+    # An elastic job may be admitted with as few Workers as it trains with (partial admission).
+    elastic = job.spec.framework.elastic
+    fewest = {k: elastic.min_replicas for k in pods if k.lower() == "worker"} if elastic is not None else {}
+    return scheduling.workload.render(
+        name=scheduling.workload.name_of(name, job.metadata.uid or ""),
+        namespace=job.metadata.namespace or "default",
+        labels={naming.JOB_NAME: name},
+        owners=owner_reference(job),
+        queue=queue,
+        pods=pods,
+        counts={k: job.spec.replica_specs[k].replicas for k in pods},
+        min_counts=fewest,
+        index_label=naming.REPLICA_INDEX,
+        priority=(policy.priority_class, priority)
+        if policy.priority_class and priority is not None
+        else None,
+    )
+
+
 def _wanted(r: fw_contract.Replica, pods: Collection[tuple[str, int]] | None) -> bool:
     return pods is None or (r.type, r.index) in pods
 

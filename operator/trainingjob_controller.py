@@ -44,10 +44,10 @@ from kubetrain.operator import (
 from kubetrain.operator import nodes as nodes_
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.frameworks import registry as fw_registry
-from kubetrain.operator.policies import avoid, progress
+from kubetrain.operator.policies import admission, avoid, progress
 from kubetrain.operator.runtime import cache, client, events, informer, metrics
 from kubetrain.operator.runtime import reconcile as rec
-from kubetrain.operator.scheduling import backend
+from kubetrain.operator.scheduling import backend, workload
 
 __all__ = ["MANAGER_NAME", "TrainingJobReconciler"]
 
@@ -79,6 +79,8 @@ class TrainingJobReconciler:
         scheduler: backend.Backend = backend.NONE,
         clock: Callable[[], datetime.datetime] = _utcnow,
         reader: progress_reader.Reader | None = None,
+        workloads: informer.Informer | None = None,
+        flavors: informer.Informer | None = None,
     ) -> None:
         self.api = api
         self.jobs, self.pods, self.services = jobs, pods, services
@@ -89,6 +91,8 @@ class TrainingJobReconciler:
         self.scheduler = scheduler
         self.clock = clock
         self.reader = reader
+        # Kueue's Workload route: the jobs' Workloads and the ResourceFlavors their admissions name.
+        self.workloads, self.flavors = workloads, flavors
         self.memory = memory.Memory()
         for kind, inf in (("Pod", pods), ("Service", services)):
             inf.add_handler(self.memory.expected[kind].handler)
@@ -127,8 +131,10 @@ class TrainingJobReconciler:
         except validation.ValidationError as e:
             return await self._act(obj, None, None, lifecycle.step(self._invalid(obj, e.errors)))
         job, fw = taken.job, taken.framework
-        # Jobs another controller manages (a queue, a multi-cluster dispatcher) are not ours.
+        # Jobs another controller manages are not ours; one MultiKueue dispatches gets its Workload.
         if job.spec.manager not in (None, MANAGER_NAME):
+            if job.spec.manager == workload.MULTIKUEUE and self._admission(job):
+                await self._workload(job, fw, admission.dispatched(self._seen_workload(job)))
             return rec.Result()
         # Decide, from the status, what the caches show now and the first rank's progress.
         inp = self._progress(job, self._input(job, fw))
@@ -153,8 +159,10 @@ class TrainingJobReconciler:
         refused = False
         if job is not None and fw is not None:
             job = attrs.evolve(job, status=decision.status)
+            # Create, finish or requeue the job's Workload (Kueue's Workload route).
+            refused = await self._workload(job, fw, decision.workload)
             # Create what is missing; the next step, at once, shows what the apiserver refused.
-            refused = bool(decision.create) and await self._create(job, fw, decision)
+            refused = refused or (bool(decision.create) and await self._create(job, fw, decision))
             if decision.tensorboard:
                 await self.children.tensorboard(job)
             # Let a queue release the quota of the pods the job is done with.
@@ -215,6 +223,7 @@ class TrainingJobReconciler:
         made = self.memory.expected["Pod"].pending(key)
         remembered = self.memory.get(key) or memory.Job()
         policy = job.spec.run_policy.scheduling_policy
+        queued = self._admission(job)
         return lifecycle.Input(
             name=job.metadata.name or "",
             namespace=job.metadata.namespace or "default",
@@ -227,6 +236,9 @@ class TrainingJobReconciler:
             refused=remembered.refused,
             # Whether the job's gangs wait in a Kueue queue (Volcano's queues are its own).
             queued=self.scheduler.kueue_queue(policy.queue if policy else None) is not None,
+            admission=queued,
+            workload=self._seen_workload(job) if queued else None,
+            prebuilt=workload.prebuilt(wire.unstructure(job.metadata)) if queued else None,
             tensorboard=self.services.store.get(
                 f"{job.metadata.namespace}/{naming.tensorboard_name(job.metadata.name or '')}"
             )
@@ -240,6 +252,35 @@ class TrainingJobReconciler:
             last_write=remembered.last_write,
             unhealthy=self.health.unhealthy if self.health is not None else frozenset(),
             in_place=self.health is not None and self.health.in_place,
+        )
+
+    def _admission(self, job: v1beta1.TrainingJob) -> bool:
+        """Whether the job waits in a Kueue queue as its own Workload."""
+        policy = job.spec.run_policy.scheduling_policy
+        return self.scheduler.workload_queue(policy.queue if policy else None) is not None
+
+    def _workload_of(self, job: v1beta1.TrainingJob) -> Obj | None:
+        """The job's Workload as the cache shows it: one this very job controls, or the one
+        MultiKueue made for it, while no one controls that."""
+        if self.workloads is None:
+            return None
+        prebuilt = workload.prebuilt(wire.unstructure(job.metadata))
+        name = prebuilt or workload.name_of(job.metadata.name or "", job.metadata.uid or "")
+        obj = self.workloads.store.get(f"{job.metadata.namespace}/{name}")
+        if obj is None:
+            return None
+        ours = meta.controlled_by(obj, job.metadata.uid)
+        return obj if ours or (prebuilt is not None and meta.controller_of(obj) is None) else None
+
+    def _seen_workload(self, job: v1beta1.TrainingJob) -> workload.Seen | None:
+        obj = self._workload_of(job)
+        if obj is None:
+            return None
+        flavors = self.flavors.store if self.flavors is not None else None
+        return workload.Seen.of(
+            obj,
+            lambda name: flavors.get(name) if flavors is not None else None,
+            owned=meta.controlled_by(obj, job.metadata.uid),
         )
 
     def _progress(self, job: v1beta1.TrainingJob, inp: lifecycle.Input) -> lifecycle.Input:
@@ -311,9 +352,74 @@ class TrainingJobReconciler:
         self.memory.of(f"{job.metadata.namespace}/{job.metadata.name}").refused = refused
         return bool(refused)
 
+    async def _workload(
+        self, job: v1beta1.TrainingJob, fw: fw_contract.Framework, act: workload.Act | None
+    ) -> bool:
+        """Act on the job's Workload; whether its create was refused."""
+        if act is workload.Act.CREATE:
+            refused = await self.children.workload(job, fw, await self._priority(job))
+            self.memory.of(f"{job.metadata.namespace}/{job.metadata.name}").refused = refused
+            return bool(refused)
+        obj = self._workload_of(job)
+        if act is None or obj is None:
+            return False
+        md = obj["metadata"]
+        if act is workload.Act.DELETE:
+            await children.delete_exactly(
+                self.api, workload.WORKLOADS, md["name"], md["namespace"], md["uid"]
+            )
+            return False
+        if act is workload.Act.ADOPT:
+            # Over the version read: a Workload another controller took meanwhile is left to it.
+            adopted = {
+                "resourceVersion": md["resourceVersion"],
+                "ownerReferences": render.owner_reference(job),
+            }
+            await self._patch(workload.WORKLOADS, md["name"], md["namespace"], {"metadata": adopted})
+            return False
+        now = self.clock()
+        if act is workload.Act.FINISH:
+            ended = v1beta1.ConditionType
+            succeeded = conditions.is_true(job.status.conditions, ended.SUCCEEDED)
+            ctype = ended.SUCCEEDED if succeeded else ended.FAILED
+            message = next((c.message for c in job.status.conditions if c.type == ctype), "") or ctype.value
+            patch = workload.finished_status(obj, succeeded=succeeded, message=message, now=now)
+        else:
+            patch = workload.requeued_status(obj, now=now)
+        await self._patch(workload.WORKLOADS, md["name"], md["namespace"], patch, subresource="status")
+        return False
+
+    async def _patch(
+        self,
+        resource: client.Resource,
+        name: str,
+        namespace: str | None,
+        patch: Obj,
+        subresource: str | None = None,
+    ) -> None:
+        """Merge-patch an object; gone, changed since it was read or made again (a UID or version
+        precondition) is left for the next step, which sees it as it is."""
+        try:
+            await self.api.merge_patch(resource, name, patch, namespace, subresource=subresource)
+        except client.ApiError as e:
+            if not (e.conflict or e.not_found):
+                raise
+
+    async def _priority(self, job: v1beta1.TrainingJob) -> int | None:
+        """The value of the job's PriorityClass, which Kueue orders and preempts by; None if it
+        has none, or it cannot be read (its pods are then refused, saying why)."""
+        policy = job.spec.run_policy.scheduling_policy
+        if policy is None or not policy.priority_class:
+            return None
+        try:
+            pc = await self.api.get(workload.PRIORITY_CLASSES, policy.priority_class)
+        except client.ApiError:
+            return None
+        return int(pc.get("value") or 0)
+
     async def _release(self, job: v1beta1.TrainingJob, names: tuple[str, ...]) -> None:
         patch = {"metadata": {"annotations": {naming.KUEUE_RETRIABLE: "false"}}}
-        await asyncio.gather(*(self._patch_pod(n, job.metadata.namespace, patch) for n in names))
+        await asyncio.gather(*(self._patch(client.PODS, n, job.metadata.namespace, patch) for n in names))
 
     async def _move(
         self, job: v1beta1.TrainingJob, moves: tuple[lifecycle.Move, ...], opens: tuple[lifecycle.Move, ...]
@@ -323,18 +429,10 @@ class TrainingJobReconciler:
         patches += [(m, {"annotations": {naming.OPENED: str(m.attempt)}}) for m in opens]
         await asyncio.gather(
             *(
-                self._patch_pod(m.pod, job.metadata.namespace, {"metadata": {"uid": m.uid, **md}})
+                self._patch(client.PODS, m.pod, job.metadata.namespace, {"metadata": {"uid": m.uid, **md}})
                 for m, md in patches
             )
         )
-
-    async def _patch_pod(self, name: str, namespace: str | None, patch: Obj) -> None:
-        try:
-            await self.api.merge_patch(client.PODS, name, patch, namespace)
-        except client.ApiError as e:
-            # Gone, or made again (the UID precondition): the next step sees it as it is.
-            if not (e.not_found or e.conflict):
-                raise
 
     async def _delete(self, job: v1beta1.TrainingJob, deletes: tuple[lifecycle.Delete, ...]) -> None:
         ns = job.metadata.namespace

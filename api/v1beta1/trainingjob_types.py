@@ -116,8 +116,9 @@ class SchedulingPolicy:
         str | None,
         schema.Field(
             max_length=253,
-            doc="The Kueue LocalQueue the job waits in, its pods gated until admitted "
-            "(with --gang-scheduler=volcano: the Volcano queue).",
+            doc="The Kueue LocalQueue the job waits in: suspended, as its own Workload, until Kueue admits it "
+            "(with the operator's --kueue=pods: its pods gated as Kueue pod groups; with "
+            "--gang-scheduler=volcano: the Volcano queue).",
         ),
     ] = None
     priority_class: Annotated[

@@ -17,6 +17,7 @@ from kubetrain.operator import conditions, tensorboard
 from kubetrain.operator.lifecycle import invalid
 from kubetrain.operator.lifecycle.values import Decision, Delete, Event, Input, Invalid, Move
 from kubetrain.operator.policies import (
+    admission,
     avoid,
     backoff,
     budget,
@@ -33,6 +34,8 @@ from kubetrain.operator.policies import (
     ttl,
     vanished,
 )
+from kubetrain.operator.scheduling import gang, kueue
+from kubetrain.operator.scheduling import workload as workload_
 
 __all__ = ["DEFAULT_REFUSAL_GRACE_SECONDS", "step"]
 
@@ -73,6 +76,8 @@ class _Step:
         prev = inp.status
         self.keys = {k.lower(): k for k in self.spec.replica_specs}
         self.replicas = {k: s.replicas for k, s in self.spec.replica_specs.items()}
+        if inp.admission:
+            self.replicas = admission.admitted(self.replicas, inp.workload)
         replicas = {k: prev.replica_statuses.get(k, v1beta1.ReplicaStatus()) for k in self.spec.replica_specs}
         self.attempts = {k: r.attempt for k, r in replicas.items()}
         self.in_place = {k: r.in_place for k, r in replicas.items()}
@@ -96,6 +101,7 @@ class _Step:
         self.refused_since: datetime.datetime | None = None  # creates are being refused since
         self.last_refusal = prev.last_refusal
         self.progress = prev.progress
+        self.workload: workload_.Act | None = None
 
     # --- the step ------------------------------------------------------------------------
 
@@ -106,7 +112,11 @@ class _Step:
             return self._decision()
         self._created()
         if self.spec.run_policy.suspend:
-            self._suspend()
+            self._suspend("Suspended", "the job is suspended; its pods are deleted")
+            if self.inp.admission:
+                self.workload = admission.on_suspend(self.inp.workload, pods_left=self._pods_left())
+            return self._decision()
+        if self._not_admitted():
             return self._decision()
         self._resume()
         if self._succeeded() or self._out_of_time() or self._not_placed_in_time():
@@ -184,6 +194,8 @@ class _Step:
         self._finish_up()
 
     def _finish_up(self) -> None:
+        if self.inp.admission:
+            self.workload = admission.on_finish(self.inp.workload)
         for pod in cleanup.to_delete(self.spec.run_policy.clean_pod_policy, self._live()):
             self._delete(pod)
         self._force_overdue()
@@ -198,23 +210,47 @@ class _Step:
         if not self.inp.status.conditions:
             self._set(C.CREATED, True, "TrainingJobCreated", f"TrainingJob {self.inp.name} was created")
 
-    def _suspend(self) -> None:
+    def _suspend(self, why: str, message: str) -> None:
+        """Keep no pods, spend nothing: suspended by the user, or held by Kueue (``why``)."""
         if not self._is(C.SUSPENDED):
             # A new attempt: the pods deleted now are stale, so their end is not a failure.
             self._new_attempt(self.attempts)
             # Nothing is created while suspended: a refusal's clock starts again on resume.
-            self._clear(
-                C.RUNNING, C.RESTARTING, C.REPLICA_FAILURE, why="Suspended", message="the job is suspended"
-            )
-            self._set(C.SUSPENDED, True, "Suspended", "the job is suspended; its pods are deleted")
+            self._clear(C.RUNNING, C.RESTARTING, C.REPLICA_FAILURE, why=why, message=message)
             self.start_time = None
+        old = next((c for c in self.conditions if c.type == C.SUSPENDED), None)
+        if old is None or not old.is_true() or (old.reason, old.message) != (why, message):
+            self._set(C.SUSPENDED, True, why, message)
         for pod in self._live():
             self._delete(pod)
         self._force_overdue()
 
+    def _not_admitted(self) -> bool:
+        """Whether Kueue holds the job (the Workload route): suspended, uncharged, until admitted."""
+        if not self.inp.admission:
+            return False
+        policy = self.spec.run_policy.scheduling_policy
+        queue = policy.queue or "" if policy is not None else ""
+        seen = self.inp.workload
+        adopting = admission.adopt(seen)  # MultiKueue's Workload, taken first: the rest waits a pass
+        held = admission.hold(seen, queue=queue, pods_left=self._pods_left(), prebuilt=self.inp.prebuilt)
+        if held is None:
+            self.workload = adopting
+            return False
+        self._suspend(held.reason, held.message)
+        if adopting is not None or held.act is not workload_.Act.CREATE:
+            self.workload = adopting or held.act
+        elif not self._refused_for_good(held=True) and not self._refusal_waits():
+            self.workload = held.act
+            if self.last_refusal is not None:
+                self.last_refusal = attrs.evolve(self.last_refusal, time=self.now)
+        return True
+
     def _resume(self) -> None:
         if self._is(C.SUSPENDED):
-            self._set(C.SUSPENDED, False, "Resumed", "the job is resumed")
+            seen = self.inp.workload
+            why, message = admission.resumed(seen) if seen is not None else ("Resumed", "the job is resumed")
+            self._set(C.SUSPENDED, False, why, message)
         if self.start_time is None:
             self.start_time = self.now
 
@@ -506,10 +542,11 @@ class _Step:
             else:
                 self.dues.append(at)
 
-    def _refused_for_good(self) -> bool:
-        """Show refused creates; fail the job if a permanent one outlived its grace."""
+    def _refused_for_good(self, *, held: bool = False) -> bool:
+        """Show refused creates; fail the job if a permanent one outlived its grace. ``held``: the
+        job is held by Kueue, and what was refused is its Workload."""
         # Refusals of an older spec, or from before a suspension, say nothing about this one.
-        resumed = conditions.is_true(self.inp.status.conditions, C.SUSPENDED)
+        resumed = not held and conditions.is_true(self.inp.status.conditions, C.SUSPENDED)
         tried = self.inp.refusals
         refused = [r for r in tried if r.observed_generation == self.inp.generation and not resumed]
         self.last_refusal = attrs.evolve(refused[0], time=max(r.time for r in refused)) if refused else None
@@ -545,18 +582,31 @@ class _Step:
         since may have left it behind)."""
         return bool(self.inp.made) or any(not self._current(p) for p in self._live())
 
+    def _pods_left(self) -> bool:
+        """Whether a pod of the job is left, or may be: made by this process, not seen yet."""
+        return bool(self.inp.made or self._live())
+
+    def _refusal_waits(self) -> bool:
+        """Whether the next try to create waits, the last one refused (and when to look again)."""
+        if self.refused_since is None or self.last_refusal is None:
+            return False
+        tried = self.last_refusal.time
+        again = tried + datetime.timedelta(
+            seconds=refusal.backoff((tried - self.refused_since).total_seconds())
+        )
+        if self.now < again:
+            self.dues.append(again)
+            return True
+        return False
+
     def _create_missing(self) -> None:
         live = self._live()
         if self._old_may_run():
             return  # a new attempt starts only when the old one is gone entirely
         if self.closed and not self._made_in_place():
             return  # or, while moved pods still run it, when a new pod can wait at a barrier
-        if self.refused_since is not None and self.last_refusal is not None:
-            tried = self.last_refusal.time
-            wait = refusal.backoff((tried - self.refused_since).total_seconds())
-            if self.now < tried + datetime.timedelta(seconds=wait):
-                self.dues.append(tried + datetime.timedelta(seconds=wait))
-                return
+        if self._refusal_waits():
+            return
         if self._backing_off:
             return
         names = {p.name for p in live} | self.inp.made
@@ -630,46 +680,31 @@ class _Step:
             tensorboard=self._tensorboard_missing(),
             delete_services=tuple(cleanup.surplus_services(self.spec, self.inp.services)),
             release=self._released(),
-            joining=self._joining(),
+            joining=gang.joining(
+                self.creates, self.attempts, [p for p in self.pods if self._key(p) is not None]
+            ),
             keep_off=tuple(sorted(self._keep_off())) if self.creates else (),
             move=tuple(self.moves.values()),
             open=tuple(self.opens),
             in_place=bool(self.creates) and self._made_in_place(),
             closed=self.closed and bool(self.creates),
+            workload=self.workload,
+            assigned=self._assigned(),
         )
-
-    def _joining(self) -> tuple[str, ...]:
-        """The replica types created into an attempt whose gang was placed already: some pod of
-        it has been on a node (or has ended, or went). Pods of an attempt none of whose pods was
-        ever placed join its gang, so that it can still be placed whole."""
-        if not self.creates:
-            return ()
-        placed = {
-            p.attempt
-            for p in self.pods
-            if self._key(p) is not None and (p.node is not None or p.finished or p.vanished)
-        }
-        created = dict.fromkeys(k for k, _ in self.creates)
-        return tuple(k for k in created if self.attempts[k] in placed)
 
     def _released(self) -> tuple[str, ...]:
-        """The queued pods the job is done with, which Kueue may then let go with their quota.
-
-        Kueue keeps a group's quota, and its finalizer on the group's pods, while any of them
-        could be retried. The job is done with the unfinished pods of a finished job, and with
-        every pod of an attempt a restart left behind: a new attempt is a new group, whose pods,
-        named like the old ones, are created only once those are gone.
-        """
         if not self.inp.queued:
             return ()
-        finished = self._finished()
-        return tuple(
-            p.name
-            for p in self._live()
-            if p.in_queue
-            and not p.released
-            and (p.phase != "Succeeded" if finished else not self._current(p))
-        )
+        return kueue.released(self._live(), finished=self._finished(), current=self._current)
+
+    def _assigned(self) -> dict[str, workload_.Assignment]:
+        """What the admission asks of the pods to create, by their pod set (their replica type in
+        lower case, as their label has it)."""
+        seen = self.inp.workload
+        if not self.creates or seen is None or not self.inp.admission:
+            return {}
+        sets = {workload_.pod_set_name(k) for k, _ in self.creates}
+        return {k: a for k, a in seen.assignments.items() if k in sets}
 
     def _tensorboard_missing(self) -> bool:
         # A finished job keeps the one it had and gets none later; a suspended one gets it on resume.

@@ -19,6 +19,7 @@ import attrs
 from kubetrain.api import observed, v1beta1, validation
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.policies import progress as progress_policy
+from kubetrain.operator.scheduling import workload as workload_
 
 __all__ = ["Decision", "Defaults", "Delete", "Event", "Input", "Invalid", "Move", "matches"]
 
@@ -78,6 +79,12 @@ class Input:
     # until a replacement joins its group, and a replacement cannot take its name before it is
     # gone — so every restart that replaces pods restarts the whole gang, as a new group.
     queued: bool = False
+    # The job waits in a Kueue queue as its own Workload (scheduling.workload): it runs only while
+    # its Workload, as the caches show it (None: not seen), is admitted.
+    admission: bool = False
+    workload: workload_.Seen | None = None
+    # The Workload MultiKueue made for the job on this worker cluster, which it adopts (its name).
+    prebuilt: str | None = None
     # The TensorBoard's Service exists: it is created after the Deployment, so both do.
     tensorboard: bool = False
     # The job's own Services, less those this process deleted and the caches still show.
@@ -166,6 +173,10 @@ class Decision:
     open: tuple[Move, ...] = ()
     in_place: bool = False
     closed: bool = False
+    # What to do to the job's Workload (the Workload route), and what its admission asks of the
+    # pods to create, by pod set (replica type in lower case).
+    workload: workload_.Act | None = None
+    assigned: Mapping[str, workload_.Assignment] = attrs.field(factory=dict)
 
     @property
     def acts(self) -> bool:
@@ -180,4 +191,5 @@ class Decision:
             or self.release
             or self.move
             or self.open
+            or self.workload is not None
         )

@@ -3,7 +3,7 @@
 :mod:`.gang` says which pods form a gang (one per restart attempt) and how many must be
 placed together; a :mod:`.backend` renders the group object a scheduler reads and marks
 the pods that join it — :mod:`.native` (Kubernetes' own PodGroup), :mod:`.coscheduling`
-(scheduler-plugins), :mod:`.volcano`; :mod:`.kueue` puts a gang in a Kueue queue; and
+(scheduler-plugins), :mod:`.volcano`; :mod:`.workload` makes a job in a Kueue queue wait as its own Workload, :mod:`.kueue` as plain-pod groups; and
 :mod:`.registry` maps the operator's ``--gang-scheduler`` flag to a backend; :mod:`.spread`
 says how a job's pods spread over nodes, so that kube-scheduler need not read the namespace's
 Services to guess. All of it is pure, so ``kubetrain render`` uses it without the operator's
@@ -20,6 +20,7 @@ from kubetrain.operator.scheduling import (
     registry,
     spread,
     volcano,
+    workload,
 )
 
-__all__ = ["backend", "coscheduling", "gang", "kueue", "native", "registry", "spread", "volcano"]
+__all__ = ["backend", "coscheduling", "gang", "kueue", "native", "registry", "spread", "volcano", "workload"]

@@ -17,9 +17,13 @@ from kubetrain.api import naming
 from kubetrain.operator.resources import Resource
 from kubetrain.operator.scheduling import gang as gang_
 
-__all__ = ["NONE", "Backend", "Object", "owned"]
+__all__ = ["KUEUE_ROUTES", "NONE", "POD_ROUTE", "WORKLOAD_ROUTE", "Backend", "Object", "owned"]
 
 Object = dict[str, Any]
+# The operator's --kueue: the job's own Workload (the default), or Kueue's plain-pod groups.
+WORKLOAD_ROUTE = "workload"
+POD_ROUTE = "pods"
+KUEUE_ROUTES = (WORKLOAD_ROUTE, POD_ROUTE)
 
 
 @attrs.frozen(kw_only=True)
@@ -34,10 +38,17 @@ class Backend:
     # Whether schedulingPolicy.queue names a queue of this scheduler's own (Volcano's) rather
     # than a Kueue LocalQueue.
     own_queues: bool = False
+    # How a job waits in a Kueue LocalQueue (the operator's --kueue): as its own Workload
+    # (scheduling.workload), or as plain-pod groups (scheduling.kueue).
+    kueue: str = WORKLOAD_ROUTE
 
     def kueue_queue(self, queue: str | None) -> str | None:
-        """The Kueue LocalQueue a job asking for ``queue`` waits in, if it waits in Kueue's."""
-        return None if self.own_queues else queue
+        """The Kueue LocalQueue whose plain-pod groups a job asking for ``queue`` joins, if any."""
+        return None if self.own_queues or self.kueue != POD_ROUTE else queue
+
+    def workload_queue(self, queue: str | None) -> str | None:
+        """The Kueue LocalQueue a job asking for ``queue`` waits in as its own Workload, if any."""
+        return None if self.own_queues or self.kueue != WORKLOAD_ROUTE else queue
 
 
 def owned(g: gang_.Gang, resource: Resource, owners: list[Object], spec: Object) -> Object:

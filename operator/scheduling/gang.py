@@ -26,7 +26,7 @@ from collections.abc import Collection, Mapping
 
 import attrs
 
-from kubetrain.api import v1beta1
+from kubetrain.api import observed, v1beta1
 
 __all__ = ["Gang", "name", "of_attempts", "of_joiners"]
 
@@ -100,3 +100,14 @@ def of_joiners(job: v1beta1.TrainingJob, pods: Collection[tuple[str, int]], base
         return None
     key, index = min(pods, key=lambda p: (p[0].lower(), p[1]))
     return attrs.evolve(base, size=len(pods), min_count=len(pods), joining=f"{key.lower()}-{index}")
+
+
+def joining(
+    creates: Collection[tuple[str, int]], attempts: Mapping[str, int], pods: Collection[observed.Pod]
+) -> tuple[str, ...]:
+    """The replica types of ``creates`` created into an attempt whose gang was placed already: some
+    pod of it (of ``pods``, the job's) has been on a node, or has ended, or went. Pods of an
+    attempt none of whose pods was ever placed join its gang, so that it can still be placed whole."""
+    placed = {p.attempt for p in pods if p.node is not None or p.finished or p.vanished}
+    created = dict.fromkeys(k for k, _ in creates)
+    return tuple(k for k in created if attempts[k] in placed)

@@ -510,8 +510,9 @@ def test_every_grant_of_the_role_is_used_and_nothing_was_refused(deployed: Deplo
 
 # Grants this cluster cannot exercise: the other gang schedulers' PodGroups (auto detection stops at
 # the native one served here; tests/e2e/test_gang_coscheduling.py uses the coscheduling grants), a
-# gang deleted only when a job restarts, Kueue's quota release (tests/e2e/test_kueue.py), and a
-# TensorBoard Deployment read after a 409 on its name (tests/integration/test_reconciler.py).
+# gang deleted only when a job restarts, Kueue's quota release and its Workloads (Kueue is not
+# installed here: tests/e2e/test_kueue.py and test_kueue_workload.py), and a TensorBoard Deployment
+# read after a 409 on its name (tests/integration/test_reconciler.py).
 ONLY_ELSEWHERE = {
     ("scheduling.x-k8s.io", "podgroups", "list"),
     ("scheduling.x-k8s.io", "podgroups", "get"),
@@ -524,6 +525,15 @@ ONLY_ELSEWHERE = {
     ("apps", "deployments", "get"),
     ("scheduling.k8s.io", "podgroups", "delete"),
     ("", "pods", "patch"),
+    ("kueue.x-k8s.io", "workloads", "watch"),
+    ("kueue.x-k8s.io", "workloads", "create"),
+    ("kueue.x-k8s.io", "workloads", "get"),
+    ("kueue.x-k8s.io", "workloads", "delete"),
+    ("kueue.x-k8s.io", "workloads", "patch"),
+    ("kueue.x-k8s.io", "workloads/status", "patch"),
+    ("kueue.x-k8s.io", "resourceflavors", "list"),
+    ("kueue.x-k8s.io", "resourceflavors", "watch"),
+    ("scheduling.k8s.io", "priorityclasses", "get"),
 }
 
 

@@ -1,4 +1,5 @@
-"""TrainingJobs in a Kueue queue, against real Kueue (the release hack/build-schedulers.sh builds).
+"""TrainingJobs in a Kueue queue as plain-pod groups (the operator's ``--kueue=pods``), against real
+Kueue (the release hack/build-schedulers.sh builds); test_kueue_workload.py has the Workload route.
 
 ``runPolicy.schedulingPolicy.queue`` names a Kueue LocalQueue; the operator makes each gang a
 Kueue plain-pod group. Here a ClusterQueue has cpu for exactly one job at a time: the second
@@ -21,125 +22,40 @@ not taken from the operator, so that they are checked against Kueue's own.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from testkit import operator
-from testkit.jobs import condition, create, events, pods, running_pods, sample, status, wait_state
+from testkit import queues
+from testkit.jobs import condition, create, events, pods, running_pods, status, wait_state
 from testkit.kube import eventually
+from testkit.queues import CPU, PODS, finish_all, queued_job, reserved_cpu, true
 
 from kubetrain.devcluster import cluster as devcluster
-from kubetrain.devcluster import kueue, kwok, process
 
-KUEUE = kueue.API_VERSION
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
 TOTAL_COUNT = "kueue.x-k8s.io/pod-group-total-count"
 GATE = "kueue.x-k8s.io/admission"
-PODS = 3  # the pytorch-ddp sample: a Master and two Workers
-CPU = 1  # each pod asks for one cpu, so a job needs PODS cpus
-
-
-@pytest.fixture(scope="module")
-def kueue_process(cluster: devcluster.Cluster) -> Iterator[process.Process]:
-    proc = kueue.start(cluster)
-    try:
-        yield proc
-    finally:
-        kueue.stop(cluster, proc)
 
 
 @pytest.fixture(scope="module", autouse=True)
-def running_operator(cluster: devcluster.Cluster, kueue_process: process.Process) -> Iterator[None]:
-    op = operator.start(cluster)
-    try:
+def running_operator(cluster: devcluster.Cluster) -> Iterator[None]:
+    with queues.kueue_and_operator(cluster, "--kueue=pods"):
         yield
-    finally:
-        op.stop()
-
-
-def apply(c: devcluster.Cluster, obj: dict[str, Any]) -> None:
-    c.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=json.dumps(obj))
-
-
-def get(c: devcluster.Cluster, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
-    where = ["-n", namespace] if namespace else []
-    r = c.kubectl("get", f"{kind}.kueue.x-k8s.io", name, *where, "-o", "json", check=False)
-    return json.loads(r.stdout) if r.returncode == 0 else None
 
 
 @pytest.fixture
 def queue(cluster: devcluster.Cluster, namespace: str) -> Iterator[str]:
     """A LocalQueue in ``namespace`` whose ClusterQueue holds cpu for one job; its name."""
-    yield from _queue(cluster, namespace, preemption=False)
+    yield from queues.local_queue(cluster, namespace)
 
 
 @pytest.fixture
 def preempting_queue(cluster: devcluster.Cluster, namespace: str) -> Iterator[str]:
     """The same, with preemption ``withinClusterQueue: LowerPriority``."""
-    yield from _queue(cluster, namespace, preemption=True)
-
-
-def _queue(c: devcluster.Cluster, namespace: str, *, preemption: bool) -> Iterator[str]:
-    kueue.manage(c, namespace)
-    name = f"{namespace}-q"
-    flavor = f"{namespace}-flavor"
-    cq_spec: dict[str, Any] = {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-        "resourceGroups": [
-            {
-                "coveredResources": ["cpu"],
-                "flavors": [{"name": flavor, "resources": [{"name": "cpu", "nominalQuota": PODS * CPU}]}],
-            }
-        ],
-    }
-    if preemption:
-        cq_spec["preemption"] = {"withinClusterQueue": "LowerPriority"}
-    objects = [
-        {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": flavor}},
-        {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": cq_spec},
-        {
-            "apiVersion": KUEUE,
-            "kind": "LocalQueue",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {"clusterQueue": name},
-        },
-    ]
-    for obj in objects:
-        apply(c, obj)
-    eventually(
-        f"LocalQueue {name} to be active",
-        lambda: _true(get(c, "localqueue", name, namespace), "Active"),
-        timeout=30,
-    )
-    yield name
-    for obj in reversed(objects):
-        where = ["-n", namespace] if obj["kind"] == "LocalQueue" else []
-        kind = f"{obj['kind'].lower()}s.kueue.x-k8s.io"
-        c.kubectl(
-            "delete", kind, obj["metadata"]["name"], *where, "--wait=false", "--ignore-not-found", check=False
-        )
-
-
-def _true(obj: dict[str, Any] | None, ctype: str) -> bool:
-    conds = (obj or {}).get("status", {}).get("conditions", [])
-    return any(c["type"] == ctype and c["status"] == "True" for c in conds)
-
-
-def queued_job(name: str, queue: str, priority_class: str | None = None) -> dict[str, Any]:
-    policy: dict[str, Any] = {"queue": queue}
-    if priority_class:
-        policy["priorityClass"] = priority_class
-    job = sample("pytorch-ddp", runPolicy__schedulingPolicy=policy)
-    job["metadata"]["name"] = name
-    # The quota holds exactly one job's pods; progress's agent would add its own requests to each.
-    del job["spec"]["progress"]
-    for replica in job["spec"]["replicaSpecs"].values():
-        replica["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": str(CPU)}}
-    return job
+    yield from queues.local_queue(cluster, namespace, preemption=True)
 
 
 def gated(pod: dict[str, Any]) -> bool:
@@ -176,30 +92,7 @@ def queued(c: devcluster.Cluster, namespace: str, name: str, queue: str) -> dict
 
 def workload(c: devcluster.Cluster, namespace: str, group: str) -> dict[str, Any] | None:
     """The Kueue Workload of a pod group (Kueue names it after the group)."""
-    return get(c, "workload", group, namespace)
-
-
-def reserved_cpu(c: devcluster.Cluster, cluster_queue: str) -> int:
-    """The cpu the ClusterQueue has reserved for admitted Workloads."""
-    cq = get(c, "clusterqueue", cluster_queue) or {}
-    total = 0
-    for flavor in cq.get("status", {}).get("flavorsReservation", []):
-        for r in flavor.get("resources", []):
-            if r["name"] == "cpu":
-                total += int(r.get("total", "0"))
-    return total
-
-
-def finish_all(c: devcluster.Cluster, namespace: str, name: str) -> None:
-    """Every running pod of the job exits 0, Master first, as torchrun's ranks would end."""
-    for pod_name, pod in sorted(pods(c, namespace, name).items()):
-        if pod.get("status", {}).get("phase") != "Running" or pod["metadata"].get("deletionTimestamp"):
-            continue
-        try:
-            kwok.finish_pod(c, namespace, pod_name, 0)
-        except devcluster.KubectlError as e:
-            if "NotFound" not in str(e):
-                raise
+    return queues.get(c, "workload", group, namespace)
 
 
 def test_a_second_job_waits_in_the_queue_until_the_first_one_finishes(
@@ -230,7 +123,7 @@ def test_a_second_job_waits_in_the_queue_until_the_first_one_finishes(
     assert status(cluster, namespace, second)["state"] not in ("Running", "Succeeded")
     pending = workload(cluster, namespace, "second-gang-0")
     assert pending is not None
-    assert not _true(pending, "QuotaReserved")
+    assert not true(pending, "QuotaReserved")
     # Still waiting a while later: nothing but the first job's end lets it in.
     time.sleep(3)
     assert all(gated(p) for p in pods(cluster, namespace, second).values())
@@ -241,7 +134,7 @@ def test_a_second_job_waits_in_the_queue_until_the_first_one_finishes(
     succeeded_at = time.monotonic()
     eventually(
         "the first job's Workload to finish",
-        lambda: _true(workload(cluster, namespace, "first-gang-0"), "Finished"),
+        lambda: true(workload(cluster, namespace, "first-gang-0"), "Finished"),
         timeout=30,
     )
     running_pods(cluster, namespace, second, PODS)
@@ -258,7 +151,7 @@ def test_a_second_job_waits_in_the_queue_until_the_first_one_finishes(
 
 def _admitted(c: devcluster.Cluster, namespace: str, group: str) -> dict[str, Any] | None:
     wl = workload(c, namespace, group)
-    return wl if _true(wl, "Admitted") else None
+    return wl if true(wl, "Admitted") else None
 
 
 def test_a_higher_priority_job_preempts_a_running_one_which_waits_and_runs_after_it(
@@ -266,16 +159,8 @@ def test_a_higher_priority_job_preempts_a_running_one_which_waits_and_runs_after
 ) -> None:
     queue = preempting_queue
     low, high = f"{namespace}-low", f"{namespace}-high"
-    for name, value in ((low, 100), (high, 1000)):
-        apply(
-            cluster,
-            {
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "metadata": {"name": name},
-                "value": value,
-            },
-        )
+    classes = queues.priority_classes(cluster, **{low: 100, high: 1000})
+    next(classes)
     try:
         victim = create(cluster, namespace, queued_job("victim", queue, priority_class=low))
         running_pods(cluster, namespace, victim, PODS)
@@ -311,7 +196,7 @@ def test_a_higher_priority_job_preempts_a_running_one_which_waits_and_runs_after
         assert groups == {"victim-gang-1"}, groups
         eventually(
             "the victim's first Workload to finish (or be collected with its pods)",
-            lambda: (w := workload(cluster, namespace, "victim-gang-0")) is None or _true(w, "Finished"),
+            lambda: (w := workload(cluster, namespace, "victim-gang-0")) is None or true(w, "Finished"),
         )
 
         # The urgent job ends; the victim is admitted again, runs and succeeds.
@@ -331,5 +216,4 @@ def test_a_higher_priority_job_preempts_a_running_one_which_waits_and_runs_after
             f"victim running again {resumed_in:.1f}s after the urgent job succeeded"
         )
     finally:
-        for name in (low, high):
-            cluster.kubectl("delete", "priorityclass", name, "--ignore-not-found", check=False)
+        next(classes, None)

@@ -155,6 +155,45 @@ def test_a_job_managed_by_another_controller_is_left_alone(
     asyncio.run(managed_elsewhere(cluster, namespace, where))
 
 
+async def queued_without_kueue(c: devcluster.Cluster, namespace: str) -> None:
+    api = await client.Client.connect(str(c.kubeconfig))
+    caches = Caches(api, namespace)
+    policy = v1beta1.SchedulingPolicy(queue="team-q")
+    job = (
+        a_job("queued")
+        .framework("tensorflow")
+        .namespace(namespace)
+        .replicas("Chief", 1)
+        .with_spec(run_policy=v1beta1.RunPolicy(scheduling_policy=policy))
+        .build()
+    )
+    await caches.submit(job)
+    reconciler = caches.reconciler()  # the Workload route, the default; no Kueue here
+    request = reconcile.Request(namespace, "queued")
+    first = await reconciler.reconcile(request)
+    assert first.requeue_after == 0.1, "what was refused is shown at once"
+    await caches.snapshot(caches.jobs)
+    again = await reconciler.reconcile(request)
+    stored: dict[str, Any] = await api.get(client.TRAININGJOBS, "queued", namespace)
+    conditions = {c["type"]: c for c in stored["status"]["conditions"]}
+    assert stored["status"]["state"] == "Suspended"
+    assert conditions["Suspended"]["reason"] == "Queued"
+    refused = conditions["ReplicaFailure"]
+    assert refused["status"] == "True"
+    assert refused["message"].startswith("Workload trainingjob-queued-")
+    assert "Workload kueue.x-k8s.io/v1beta2 is not served by this cluster" in refused["message"]
+    assert "install Kueue" in refused["message"]
+    assert again.requeue_after is not None
+    assert 0.1 < again.requeue_after <= 1, "tried again a second after the refusal, not in a loop"
+    assert await pod_names(api, namespace) == []
+
+
+def test_a_queued_job_on_a_cluster_without_kueue_says_so_and_makes_no_pod(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    asyncio.run(queued_without_kueue(cluster, namespace))
+
+
 # --- names that are not the job's ------------------------------------------------------------------
 
 

@@ -7,7 +7,8 @@ evictions, lost nodes, pods vanishing, time passing, suspend and
 resume (and a rescale while suspended), an apiserver that refuses creates for a while, nodes
 that turn unhealthy and well again, a cache that lags behind the pods just created, a stored
 spec that stops being valid, an operator that restarts (dropping everything it remembered) and
-pods that go while it is not watching — interleaved with reconciles. After every reconcile the
+pods that go while it is not watching, and Kueue admitting (whole or with fewer Workers) and
+evicting a job's Workload — interleaved with reconciles. After every reconcile the
 invariants below must hold, including those of what the step decides around the job's own
 course: pacing holds only counts, queued pods are released exactly when the job is done with
 them, only Services past the counts are deleted, an invalid job fails once, a pod that went
@@ -32,6 +33,8 @@ from kubetrain.api import naming, observed, v1beta1, validation
 from kubetrain.operator import conditions, lifecycle
 from kubetrain.operator.frameworks import pytorch, tensorflow
 from kubetrain.operator.policies import avoid, budget, inplace, pacing, refusal
+from kubetrain.operator.scheduling import backend
+from kubetrain.operator.scheduling import workload as workload_
 
 S = v1beta1.JobState
 C = v1beta1.ConditionType
@@ -132,7 +135,9 @@ class LifecycleMachine(RuleBasedStateMachine):
     @precondition(lambda self: not hasattr(self, "world"))
     def start(self, data: st.DataObject) -> None:
         job, fw = data.draw(jobs())
-        self.world = World(job, fw, nodes=3)
+        self.world = World(job, fw, nodes=3, kueue=data.draw(st.sampled_from(backend.KUEUE_ROUTES)))
+        # Now and then the job is a worker cluster's copy of one MultiKueue dispatched.
+        self.world.prebuilt = data.draw(st.sampled_from([None, None, "mk"]))
 
     def _ready(self) -> bool:
         return hasattr(self, "world")
@@ -297,6 +302,28 @@ class LifecycleMachine(RuleBasedStateMachine):
         specs["Worker"] = attrs.evolve(specs["Worker"], replicas=data.draw(st.integers(low, 3)))
         self.world.job = attrs.evolve(job, spec=attrs.evolve(job.spec, replica_specs=specs))
 
+    @precondition(_ready)
+    @rule(data=st.data())
+    def kueue_decides(self, data: st.DataObject) -> None:
+        """Kueue admits the job's Workload (whole, with fewer Workers, or reserving quota while an
+        admission check is not ready yet), or evicts it."""
+        w = self.world
+        seen = w.workload
+        if seen is None and w.prebuilt is not None and w.admission:
+            w.workload = workload_.Seen(name=w.prebuilt, owned=False)  # MultiKueue makes it
+            return
+        if seen is None or seen.finished:
+            return
+        if seen.runs and _now_and_then(data):
+            w.kueue_evicts(data.draw(st.sampled_from(["Preempted", "PodsReadyTimeout", "AdmissionCheck"])))
+        elif seen.evicted is None or not seen.reserved:  # an evicted one, once its quota is back
+            workers = w.job.spec.replica_specs.get("Worker")
+            fewer = workers is not None and workers.replicas > 1 and data.draw(st.booleans())
+            counts = (
+                {"Worker": data.draw(st.integers(1, workers.replicas - 1))} if fewer and workers else None
+            )
+            w.admit(counts, checked=data.draw(st.booleans()))
+
     # --- the operator ----------------------------------------------------------------------
 
     @precondition(_ready)
@@ -316,6 +343,7 @@ class LifecycleMachine(RuleBasedStateMachine):
             _check_invalid(inp, decision, old, new)
             return
         _check_around(inp, decision)
+        _check_workload(inp, decision, old)
         _check_vanished(w, decision)
         _check_avoided(inp, decision)
         _check_in_place(inp, decision)
@@ -468,6 +496,57 @@ def _check_around(inp: lifecycle.Input, decision: lifecycle.Decision) -> None:
         if s.replica_type in counts and s.index is not None and s.index >= counts[s.replica_type]
     }
     assert set(decision.delete_services) == surplus
+
+
+def _check_workload(inp: lifecycle.Input, decision: lifecycle.Decision, old: S) -> None:
+    """Kueue's Workload route: the job's Workload is made while none is seen, pods are made only
+    while it is admitted and within its counts, an eviction is charged nothing and its quota goes
+    back only once no pod is left, a suspended job lets its Workload go once no pod is left, and a
+    finished job finishes its Workload."""
+    seen, act = inp.workload, decision.workload
+    if not inp.admission:
+        assert act is None, "a Workload off the Workload route"
+        assert not decision.assigned
+        return
+    if act is not None:
+        event(f"Workload: {act.value}")
+    new = v1beta1.state_of(decision.status.conditions)
+    if decision.create:
+        assert seen is not None, "pods made while Kueue holds the job"
+        assert seen.runs, "pods made while Kueue holds the job"
+        for key, index in decision.create:
+            count = seen.assignments[workload_.pod_set_name(key)].count
+            assert count is None or index < count, f"{key} {index} made past its admitted count"
+            assert (
+                decision.assigned[workload_.pod_set_name(key)]
+                == seen.assignments[workload_.pod_set_name(key)]
+            )
+    if act is workload_.Act.CREATE:
+        assert seen is None, "a Workload made again while one is seen"
+        assert inp.prebuilt is None, "a Workload made beside the one MultiKueue makes"
+    if act is workload_.Act.ADOPT:
+        assert seen is not None, "a Workload adopted, but none is seen"
+        assert not seen.owned, "a Workload adopted twice"
+    if act is workload_.Act.REQUEUE:
+        assert seen is not None, "quota given back, but no Workload is seen"
+        assert seen.evicted is not None, "quota given back, but not evicted"
+        assert seen.reserved, "quota given back twice"
+        assert not [p for p in inp.pods if not p.gone], "quota given back while pods are left"
+        assert not inp.made, "quota given back while pods made may be left"
+    if act is workload_.Act.DELETE:
+        assert inp.spec.run_policy.suspend, "a Workload deleted under a job that is not suspended"
+        assert inp.prebuilt is None, "MultiKueue's Workload deleted"
+        assert seen is not None, "a Workload deleted, but none is seen"
+        assert not [p for p in inp.pods if not p.gone], "a Workload deleted while pods are left"
+        assert not inp.made, "a Workload deleted while pods made may be left"
+    if act is workload_.Act.FINISH:
+        assert new in FINAL, "a Workload finished before its job"
+        assert seen is not None, "a Workload finished, but none is seen"
+        assert not seen.finished, "a Workload finished twice"
+    elif new in FINAL and seen is not None and not seen.finished:
+        raise AssertionError("a finished job left its Workload unfinished")
+    if old not in FINAL and (seen is None or not seen.runs):
+        assert decision.status.restarts == inp.status.restarts, "a job Kueue holds spent a budget"
 
 
 def _check_vanished(w: World, decision: lifecycle.Decision) -> None:

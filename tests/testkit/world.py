@@ -25,13 +25,22 @@ from kubetrain.api import indexes, naming, observed, v1beta1, validation
 from kubetrain.operator import lifecycle
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.policies import inplace, progress
+from kubetrain.operator.scheduling import backend
+from kubetrain.operator.scheduling import workload as workload_
 
 T0 = datetime.datetime(2026, 11, 21, 12, 0, tzinfo=datetime.UTC)
 GRACE = datetime.timedelta(seconds=30)
 
 
 class World:
-    def __init__(self, job: v1beta1.TrainingJob, fw: fw_contract.Framework, nodes: int = 2) -> None:
+    def __init__(
+        self,
+        job: v1beta1.TrainingJob,
+        fw: fw_contract.Framework,
+        nodes: int = 2,
+        *,
+        kueue: str = backend.POD_ROUTE,
+    ) -> None:
         self.job, self.fw = job, fw
         self.status = job.status
         self.now = T0
@@ -47,7 +56,14 @@ class World:
         # Pods the scheduler (or a queue) holds back: the kubelets never see them.
         self.held: set[str] = set()
         policy = job.spec.run_policy.scheduling_policy
-        self.queued = bool(policy and policy.queue)  # the gang waits in a Kueue queue
+        # In a Kueue queue (the operator's --kueue): the gang as plain-pod groups, or the job as
+        # its own Workload, which Kueue admits, evicts and sees finished (None: not created yet).
+        self.queued = bool(policy and policy.queue) and kueue == backend.POD_ROUTE
+        self.admission = bool(policy and policy.queue) and kueue == backend.WORKLOAD_ROUTE
+        self.workload: workload_.Seen | None = None
+        self.prebuilt: str | None = None  # the Workload MultiKueue made for the job (a worker's)
+        # The pods created with what their admission asked of them: name -> assignment.
+        self.assigned: dict[str, workload_.Assignment] = {}
         self.services: dict[str, observed.Service] = {}
         self.released: set[str] = set()  # uids of queued pods marked not retriable
         self.last_write: datetime.datetime | None = None
@@ -103,6 +119,9 @@ class World:
             now=self.now,
             refused=self.refused,
             queued=self.queued,
+            admission=self.admission,
+            workload=self.workload,
+            prebuilt=self.prebuilt,
             tensorboard=self.tensorboards > 0,
             services=tuple(self.services.values()),
             made=frozenset(self.unseen),
@@ -163,7 +182,23 @@ class World:
             del self.services[name]
         self.deleted_job = self.deleted_job or decision.delete_job
         self.tensorboards += decision.tensorboard
+        self._to_workload(decision.workload)
         return decision
+
+    def _to_workload(self, act: workload_.Act | None) -> None:
+        """As the reconciler and the apiserver: create the Workload (a second create is a 409),
+        finish it, or give its quota back."""
+        w = self.workload
+        if act is workload_.Act.CREATE and w is None:
+            self.workload = workload_.Seen(name=workload_.name_of(self.name, "uid"))
+        elif act is workload_.Act.FINISH and w is not None:
+            self.workload = attrs.evolve(w, finished=True)
+        elif act is workload_.Act.REQUEUE and w is not None:
+            self.workload = attrs.evolve(w, reserved=False, admitted=False, assignments={})
+        elif act is workload_.Act.DELETE:
+            self.workload = None
+        elif act is workload_.Act.ADOPT and w is not None:
+            self.workload = attrs.evolve(w, owned=True)
 
     def _create(self, key: str, index: int, decision: lifecycle.Decision) -> None:
         name = naming.replica_name(self.name, key, index)
@@ -182,6 +217,8 @@ class World:
             opened=(inplace.CLOSED if decision.closed else attempt) if decision.in_place else None,
         )
         (self.unseen if self.lagging else self.pods)[name] = pod
+        if key.lower() in decision.assigned:
+            self.assigned[name] = decision.assigned[key.lower()]
 
     def _patch(self, m: lifecycle.Move, **changes: int) -> None:
         pod = self.pods.get(m.pod)
@@ -227,6 +264,26 @@ class World:
         self.refused = None
         self.pods.update(self.unseen)
         self.unseen.clear()
+
+    # --- Kueue ------------------------------------------------------------------------------
+
+    def admit(self, counts: dict[str, int] | None = None, *, checked: bool = True) -> None:
+        """Kueue reserves quota for the Workload (each pod set's count, or ``counts``), and, once
+        its admission checks are ready (``checked``), admits it."""
+        assert self.workload is not None, "no Workload to admit"
+        sets = {
+            workload_.pod_set_name(k): workload_.Assignment(
+                count=(counts or {}).get(k, s.replicas), node_selector={"flavor": "on-demand"}
+            )
+            for k, s in self.job.spec.replica_specs.items()
+        }
+        self.workload = attrs.evolve(
+            self.workload, reserved=True, admitted=checked, evicted=None, cluster_queue="cq", assignments=sets
+        )
+
+    def kueue_evicts(self, reason: str = "Preempted") -> None:
+        assert self.workload is not None, "no Workload to evict"
+        self.workload = attrs.evolve(self.workload, evicted=(reason, f"{reason} by Kueue"))
 
     # --- the cluster -----------------------------------------------------------------------
 

@@ -61,6 +61,31 @@ def test_render_takes_the_operators_gang_scheduler() -> None:
     assert "PodGroup" not in {o["kind"] for o in none}
 
 
+def test_render_shows_a_queued_jobs_workload_or_its_kueue_pod_groups() -> None:
+    queued = """\
+apiVersion: training.kubetrain.dev/v1beta1
+kind: TrainingJob
+metadata: {name: tf, namespace: team-a}
+spec:
+  framework: {name: tensorflow}
+  runPolicy: {schedulingPolicy: {queue: q}}
+  replicaSpecs:
+    Worker: {replicas: 2, template: {spec: {containers: [{name: tensorflow, image: tf}]}}}
+    PS: {replicas: 1, template: {spec: {containers: [{name: tensorflow, image: tf}]}}}
+"""
+    objects = list(yaml.safe_load_all(kubetrain("render", "-", stdin=queued).stdout))
+    assert objects[0]["kind"] == "Workload", "the operator makes it before anything else"
+    assert objects[0]["spec"]["queueName"] == "q"
+    assert [(p["name"], p["count"]) for p in objects[0]["spec"]["podSets"]] == [("worker", 2), ("ps", 1)]
+    pods = [o for o in objects if o["kind"] == "Pod"]
+    assert all("kueue.x-k8s.io/queue-name" not in p["metadata"]["labels"] for p in pods)
+    grouped = list(yaml.safe_load_all(kubetrain("render", "-", "--kueue", "pods", stdin=queued).stdout))
+    assert "Workload" not in {o["kind"] for o in grouped}
+    assert {o["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] for o in grouped if o["kind"] == "Pod"} == {
+        "q"
+    }
+
+
 def test_render_reports_bad_input_without_a_traceback(tmp_path: pathlib.Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(

@@ -9,7 +9,7 @@ from testkit.statuses import NOW, ago, cond, with_status
 
 from kubetrain import client
 from kubetrain.api import v1beta1
-from kubetrain.cli import describe, wait
+from kubetrain.cli import describe, jobs, wait
 
 C = v1beta1.ConditionType
 FAILED_MESSAGE = "Worker 1 (pt-worker-1) failed: UserCode Error, exit code 1"
@@ -215,6 +215,30 @@ def test_a_queued_job_names_its_queue_and_its_scheduling_policy() -> None:
     assert "Pods:  none" in text
     assert "Events:  none" in text
     assert text.endswith("next: it waits to be admitted in queue team-q (kubectl get localqueue team-q)\n")
+
+
+def test_a_job_kueue_holds_as_its_workload_points_to_the_workload() -> None:
+    policy = v1beta1.SchedulingPolicy(queue="team-q")
+    job = (
+        a_job("q")
+        .replicas("Worker", 2)
+        .with_spec(run_policy=v1beta1.RunPolicy(scheduling_policy=policy))
+        .build()
+    )
+    for reason in ("Queued", "Evicted"):
+        held = with_status(
+            job,
+            conditions=(
+                cond(C.CREATED, True, "TrainingJobCreated", age=100),
+                cond(C.SUSPENDED, True, reason, "waiting in Kueue LocalQueue team-q", age=90),
+            ),
+        )
+        assert held.status.state is v1beta1.JobState.SUSPENDED
+        assert jobs.state_cell(held) == f"Suspended ({reason})"
+        assert describe.text(held, [], [], NOW).endswith(
+            "next: it waits in queue team-q; it resumes when Kueue admits its Workload "
+            "(kubectl get workloads -l training.kubetrain.dev/job-name=q)\n"
+        )
 
 
 def test_an_unschedulable_job_says_when_it_will_give_up() -> None:

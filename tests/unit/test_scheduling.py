@@ -134,9 +134,14 @@ def test_volcano_takes_the_queue_and_priority_into_its_podgroup() -> None:
     assert kueue.QUEUE_NAME not in pod["metadata"]["labels"]
 
 
+def pod_groups(b: backend.Backend) -> backend.Backend:
+    """``b`` with a job in a Kueue queue waiting as plain-pod groups (the operator's --kueue=pods)."""
+    return attrs.evolve(b, kueue=backend.POD_ROUTE)
+
+
 @pytest.mark.parametrize("b", [native.BACKEND, coscheduling.make(), backend.NONE], ids=lambda b: b.name)
 def test_a_queue_puts_the_gang_in_a_kueue_group(b: backend.Backend) -> None:
-    got = objects(torch_job(queue="team-a"), b)
+    got = objects(torch_job(queue="team-a"), pod_groups(b))
     for name in ("Pod/pt-master-0", "Pod/pt-worker-0"):
         meta = got[name]["metadata"]
         assert meta["labels"][kueue.QUEUE_NAME] == "team-a"
@@ -153,7 +158,7 @@ def test_a_late_replica_stays_out_of_the_kueue_group_it_would_block() -> None:
         .with_spec(run_policy=v1beta1.RunPolicy(scheduling_policy=v1beta1.SchedulingPolicy(queue="q")))
         .build()
     )
-    got = objects(job, native.BACKEND, mpi.FRAMEWORK)
+    got = objects(job, pod_groups(native.BACKEND), mpi.FRAMEWORK)
     assert got["Pod/m-worker-1"]["metadata"]["annotations"][kueue.TOTAL_COUNT] == "2"
     assert kueue.QUEUE_NAME not in got["Pod/m-launcher-0"]["metadata"]["labels"]
 
