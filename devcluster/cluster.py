@@ -96,7 +96,7 @@ def _start(c: Cluster, real_nodes: int, root: pathlib.Path, timeout: float, seed
     if real_nodes:
         # Built first: the apiserver binds the node network's host address.
         wanted = images.for_nodes(root, pathlib.Path(c.bins["pause"]), seeds=seed_images)
-        archives = [images.build(i) for i in wanted]
+        archives = images.build_all(wanted)
         c.network = network.create(c.workdir, pathlib.Path(c.bins["pause"]), controlplane.SERVICE_CIDR)
         c.host = c.network.host_ip
         c.apiserver_args = (*REAL_NODE_APISERVER_ARGS, *c.apiserver_args)

@@ -23,6 +23,7 @@ known by those names too (``aliases``), so that their converted jobs run verbati
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import io
 import json
@@ -43,6 +44,7 @@ __all__ = [
     "BuildError",
     "Image",
     "build",
+    "build_all",
     "chainer",
     "digest",
     "examples",
@@ -57,6 +59,8 @@ __all__ = [
 
 # Bump when the way an image is built changes, so cached archives are rebuilt.
 BUILDER_VERSION = "1"
+# Images built at once (build_all).
+BUILDERS = 2
 SUITE = "bookworm"
 LAYER_MEDIA_TYPE = "application/vnd.oci.image.layer.v1.tar"
 VENV = "/opt/kubetrain"
@@ -370,12 +374,21 @@ def cache_dir() -> pathlib.Path:
     return binaries.cache_dir() / "images"
 
 
+def build_all(wanted: list[Image], *, cache: pathlib.Path | None = None) -> list[pathlib.Path]:
+    """The OCI archives of ``wanted``, in order: built two at a time. A build is mostly one core's
+    work (mmdebstrap unpacking, pip installing) and waits on downloads: cold, the node tier's seven
+    took 254 s one after another on this machine's two cores."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=BUILDERS) as pool:
+        return list(pool.map(lambda i: build(i, cache=cache), wanted))
+
+
 def build(image: Image, *, cache: pathlib.Path | None = None) -> pathlib.Path:
-    """The OCI archive of ``image``: from the cache, or built now (one builder at a time)."""
+    """The OCI archive of ``image``: from the cache, or built now (one builder of it at a time)."""
     cache = cache or cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
-    archive = cache / f"{image.name.replace('/', '_')}-{digest(image)[:16]}.tar"
-    with binaries.locked(cache / ".lock"):
+    stem = image.name.replace("/", "_")
+    archive = cache / f"{stem}-{digest(image)[:16]}.tar"
+    with binaries.locked(cache / f".{stem}.lock"):
         if archive.exists():
             return archive
         with tempfile.TemporaryDirectory(prefix="kubetrain-image-", dir=cache) as tmp:
@@ -452,10 +465,21 @@ def _install_venv(image: Image, rootfs: pathlib.Path) -> None:
     wheels = rootfs / "wheels"
     wanted = list(image.requirements)
     if image.wheels_from is not None:
-        _run(
-            ["python3", "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(wheels), str(image.wheels_from)],
-            "pip wheel kubetrain",
-        )
+        # pip builds a local project in its tree (build/): one build of it at a time.
+        with binaries.locked(cache_dir() / ".kubetrain-wheel.lock"):
+            _run(
+                [
+                    "python3",
+                    "-m",
+                    "pip",
+                    "wheel",
+                    "--quiet",
+                    "--wheel-dir",
+                    str(wheels),
+                    str(image.wheels_from),
+                ],
+                "pip wheel kubetrain",
+            )
         wanted.append("kubetrain")
     if image.requirements:
         _run(

@@ -67,6 +67,11 @@ CPU time (utime + stime) from /proc, and its reconcile count from its /metrics; 
 reports the CPU time each control-plane process spent in the phase, since they all share
 this machine's cores.
 
+``--kueue workload|pods`` puts every job in a Kueue queue (Kueue v0.19.2, started beside the
+cluster; a ClusterQueue per namespace with quota for all the jobs at once), on that route of the
+operator's ``--kueue``: with ``--audit``, Kueue's own requests are told apart from the
+operator's, so the writes per job of each route can be read off.
+
 ``--smoke`` runs every phase with 12 jobs of 2 replicas (``make test`` runs it; see
 tests/e2e/test_bench_jobs.py). If the jobs are not all Running within ``--timeout`` seconds, the benchmark prints what it
 measured so far, says how many jobs got there, and exits with status 1.

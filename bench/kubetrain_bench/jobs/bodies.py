@@ -66,6 +66,10 @@ def operator_objects(jobs: Iterable[Obj]) -> tuple[list[Obj], dict[str, Obj], se
     return pods, services, last
 
 
+# The LocalQueue the jobs wait in with --kueue (one per namespace, each over a ClusterQueue of its own).
+QUEUE = "bench"
+
+
 def job_body(
     name: str,
     replicas: int,
@@ -74,10 +78,15 @@ def job_body(
     framework: str = "pytorch",
     ps: int = 0,
     progress: bool = False,
+    queue: str | None = None,
 ) -> Obj:
     """One Master, ``ps`` PS (TensorFlow) and the rest Workers: ``replicas`` pods in all; with
-    ``progress``, ``spec.progress`` (each pod gets kubetrain's agent, whose log the operator reads)."""
-    template = {"spec": {"containers": [{"name": framework, "image": "bench"}]}}
+    ``progress``, ``spec.progress`` (each pod gets kubetrain's agent, whose log the operator reads);
+    with ``queue``, in that Kueue LocalQueue (each pod asks for a tenth of a cpu, which it charges)."""
+    container: Obj = {"name": framework, "image": "bench"}
+    if queue:
+        container["resources"] = {"requests": {"cpu": "100m"}}
+    template = {"spec": {"containers": [container]}}
     specs: Obj = {"Master": {"replicas": 1, "template": template}}
     if ps:
         specs["PS"] = {"replicas": ps, "template": template}
@@ -92,6 +101,7 @@ def job_body(
             "replicaSpecs": specs,
             "network": {"hostNames": host_names},
             **({"progress": {}} if progress else {}),
+            **({"runPolicy": {"schedulingPolicy": {"queue": queue}}} if queue else {}),
         },
     }
 

@@ -18,7 +18,7 @@ from kubetrain.operator import main as operator_main
 from kubetrain.operator.runtime import client
 from kubetrain_bench import jobs
 from kubetrain_bench.console import log
-from kubetrain_bench.jobs import cluster
+from kubetrain_bench.jobs import cluster, queues
 from kubetrain_bench.jobs.common import (
     BENCH_USER,
     CLIENT_GO_LIMITS,
@@ -166,6 +166,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="operator --progress-interval (default: the operator's own)",
     )
+    p.add_argument(
+        "--kueue",
+        choices=("workload", "pods"),
+        default=None,
+        help="the jobs wait in a Kueue queue (Kueue v0.19.2 started beside the cluster; a ClusterQueue "
+        "per namespace with quota for every job) on this route: the operator's --kueue",
+    )
     p.add_argument("--skip-plain", action="store_true", help="skip the plain-client lower bound")
     p.add_argument("--skip-operator", action="store_true", help="run the plain-client lower bound only")
     p.add_argument("--audit", action="store_true", help="exact attribution from an apiserver audit log")
@@ -206,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         c = cluster.start(args, workdir, audit_log, figures)
         cluster.install_crd(c, figures)
+        if args.kueue:
+            log("starting Kueue")
+            queues.start(c)
         kubeconfigs = {
             "bench": cluster.user_kubeconfig(c, BENCH_USER, workdir / "bench.kubeconfig"),
             "operator": cluster.user_kubeconfig(c, OPERATOR_USER, workdir / "operator.kubeconfig"),

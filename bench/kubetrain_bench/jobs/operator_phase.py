@@ -15,6 +15,7 @@ from kubetrain.devcluster import cluster as devcluster
 from kubetrain.devcluster import kwok, process
 from kubetrain_bench import operator_process
 from kubetrain_bench.console import log
+from kubetrain_bench.jobs import queues
 from kubetrain_bench.jobs.common import RowKey, run_phase
 from kubetrain_bench.jobs.fairness import fairness
 from kubetrain_bench.jobs.metrics import operator_reconciles, operator_samples, operator_waits
@@ -34,6 +35,7 @@ def operator_argv(
     gang_scheduler: str,
     workers: int,
     progress_interval: float | None = None,
+    kueue_route: str | None = None,
 ) -> list[str]:
     script = pathlib.Path(sys.executable).parent / "kubetrain-operator"
     command = [str(script)] if script.exists() else [sys.executable, "-P", "-m", "kubetrain.operator"]
@@ -49,6 +51,7 @@ def operator_argv(
         f"--gang-scheduler={gang_scheduler}",
         f"--max-concurrent-reconciles={workers}",
         *([f"--progress-interval={progress_interval:g}"] if progress_interval else []),
+        *([f"--kueue={kueue_route}"] if kueue_route else []),
     ]
 
 
@@ -60,11 +63,20 @@ def start_operator(
     gang_scheduler: str,
     workers: int,
     progress_interval: float | None = None,
+    kueue_route: str | None = None,
 ) -> tuple[process.Process, int]:
     """Start kubetrain-operator and wait until its caches are synced (/readyz); returns it and its metrics port."""
     metrics_port, probe_port = process.free_port(), process.free_port()
     argv = operator_argv(
-        kubeconfig, metrics_port, probe_port, qps, burst, gang_scheduler, workers, progress_interval
+        kubeconfig,
+        metrics_port,
+        probe_port,
+        qps,
+        burst,
+        gang_scheduler,
+        workers,
+        progress_interval,
+        kueue_route,
     )
     op = operator_process.start(argv, log_path, probe_port, timeout=60, interval=0.2)
     return op, metrics_port
@@ -87,6 +99,8 @@ def operator_phase(
     log(f"operator (qps {qps:g}, burst {burst}): {args.jobs} TrainingJobs in {where}")
     result.update({"namespace": namespace, "namespaces": len(namespaces), "qps": qps, "burst": burst})
     result["count"] = args.jobs
+    if args.kueue:
+        queues.create(c, namespaces, cpu=args.jobs * args.replicas)
     op, metrics_port = start_operator(
         kubeconfigs["operator"],
         workdir / f"kubetrain-operator-{namespace}.log",
@@ -95,6 +109,7 @@ def operator_phase(
         args.gang_scheduler,
         args.workers,
         args.progress_interval,
+        args.kueue,
     )
     own: collections.Counter[RowKey] = collections.Counter()
     snapshot: dict[str, Any] = {}

@@ -9,7 +9,7 @@ from typing import Any
 
 from kubetrain.operator.runtime import client
 from kubetrain_bench.console import log
-from kubetrain_bench.jobs.bodies import job_body
+from kubetrain_bench.jobs.bodies import QUEUE, job_body
 from kubetrain_bench.jobs.timings import binds, pod_timeline, pods_of, status_lags, wave
 from kubetrain_bench.jobs.watches import Watches, wait_all
 from kubetrain_bench.stats import percentiles
@@ -29,6 +29,7 @@ async def jobs_wave(
             args.framework,
             args.ps,
             args.progress,
+            QUEUE if args.kueue else None,
         )
         for i in range(args.jobs)
     ]
