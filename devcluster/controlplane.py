@@ -12,6 +12,7 @@ apiserver restart, on "Scheduler cache is corrupted"). Nodes — kwok's or real 
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import pathlib
 import shutil
@@ -50,8 +51,20 @@ CONTROLLERS = (
     # Scales an elastic TrainingJob through its scale subresource.
     "horizontal-pod-autoscaler-controller",
 )
-# Native gang scheduling (scheduling.k8s.io/v1alpha2 Workload and PodGroup), on every component.
+# Native gang scheduling (Workload and PodGroup), on every component: scheduling.k8s.io/v1alpha2
+# behind two gates up to 1.36; from 1.37, v1beta1 behind GenericWorkload alone (GangScheduling is
+# gone, and v1alpha2 with it: naming either stops the apiserver).
 FEATURE_GATES = "--feature-gates=GenericWorkload=true,GangScheduling=true"
+FEATURE_GATES_137 = "--feature-gates=GenericWorkload=true"
+
+
+def gang_flags(minor: int) -> tuple[str, str]:
+    """The feature gates every component gets, and the apiserver's runtime config, for 1.``minor``."""
+    if minor >= 37:
+        return FEATURE_GATES_137, "--runtime-config=scheduling.k8s.io/v1beta1=true"
+    return FEATURE_GATES, "--runtime-config=scheduling.k8s.io/v1alpha2=true"
+
+
 # What real nodes add: Services' endpoints for CoreDNS and kube-proxy, and Deployments.
 REAL_NODE_CONTROLLERS = (
     "endpointslice-controller",
@@ -83,6 +96,14 @@ class ControlPlane:
     @property
     def kubeconfig(self) -> pathlib.Path:
         return self.workdir / "admin.kubeconfig"
+
+    @functools.cached_property
+    def minor(self) -> int:
+        """Kubernetes' minor version, as the kube-apiserver found says (``Kubernetes v1.36.3``)."""
+        out = subprocess.run(
+            [self.bins["kube-apiserver"], "--version"], capture_output=True, text=True, check=True
+        )
+        return int(out.stdout.split()[-1].lstrip("v").split(".")[1])
 
     @property
     def pids(self) -> list[int]:
@@ -303,8 +324,10 @@ def start_apiserver(c: ControlPlane, etcd_url: str, certs: dict[str, pathlib.Pat
             # New nodes would wait for node-lifecycle to lift a not-ready taint; kwok nodes are ready at once.
             "--disable-admission-plugins=TaintNodesByCondition",
             "--enable-priority-and-fairness=false",
-            FEATURE_GATES,
-            "--runtime-config=scheduling.k8s.io/v1alpha2=true",
+            *gang_flags(c.minor),
+            # 1.37 refuses a loopback advertise address for the `kubernetes` Service's endpoints;
+            # nothing on kwok nodes reads them (real nodes listen on the node network's address).
+            *(["--endpoint-reconciler-type=none"] if c.minor >= 37 and c.host.startswith("127.") else []),
             f"--kubelet-client-certificate={certs['kubelet-client.crt']}",
             f"--kubelet-client-key={certs['kubelet-client.key']}",
             "--kubelet-preferred-address-types=InternalIP",
@@ -387,7 +410,7 @@ def start_controller_manager(
             "--concurrent-gc-syncs=5",
             # An HPA acts within seconds, not the default 15 s, so tests of it stay short.
             "--horizontal-pod-autoscaler-sync-period=2s",
-            FEATURE_GATES,
+            gang_flags(c.minor)[0],
             f"--node-monitor-grace-period={node_grace}",
             f"--node-startup-grace-period={NEVER if node_grace == NEVER else '60s'}",
             "--v=1",
@@ -416,7 +439,7 @@ def start_scheduler(c: ControlPlane, timeout: float) -> None:
             "--leader-elect=false",
             "--bind-address=127.0.0.1",
             f"--secure-port={port}",
-            FEATURE_GATES,
+            gang_flags(c.minor)[0],
             "--v=1",
             *c.scheduler_args,
         ],

@@ -15,8 +15,9 @@ cluster (:func:`controlplane.component`), with the admin kubeconfig (controller-
   kustomization gives them), with ``clientConfig.url: https://127.0.0.1:<port>/<path>`` and
   the CA bundle instead of a Service, and keeps only the webhooks for Kueue's own kinds and
   for pods — the only integration enabled is ``pod`` (Kueue's plain-pod groups, what
-  kubetrain's ``schedulingPolicy.queue`` uses), and the webhooks of disabled integrations
-  would only answer "nothing to do";
+  kubetrain's ``--kueue=pods`` route uses; its default route makes Workloads of its own, which
+  need no integration), and the webhooks of disabled integrations would only answer "nothing
+  to do";
 - it starts Kueue and waits until its webhooks answer: its readiness probe (webhook server
   listening), then a server-side dry-run create of a ClusterQueue, which goes through
   Kueue's mutating and validating webhooks.

@@ -251,6 +251,8 @@ async def run(args: argparse.Namespace) -> int:
         scheduler = scheduling.registry.get(
             args.gang_scheduler, scheduler_name=args.coscheduling_scheduler_name
         )
+        if scheduler.name == "native":  # the API version this cluster serves, if any
+            scheduler = await _first_served(api, args.namespace, scheduling.native.BACKENDS) or scheduler
     scheduler = attrs.evolve(scheduler, kueue=args.kueue)
     # The Workload route watches Workloads where Kueue is installed; where it is not, a job in a
     # queue says so (its Workload is refused as not served).
@@ -301,13 +303,28 @@ async def detect(
     :data:`~kubetrain.operator.scheduling.registry.CHOICES`, asked once at start (here, as the
     scheduling package itself is pure: ``kubetrain render`` uses it with no cluster)."""
     for name in scheduling.registry.CHOICES[1:-1]:
-        candidate = scheduling.registry.get(name, scheduler_name=scheduler_name)
-        assert candidate.resource is not None
-        if await served(api, candidate.resource, namespace):
-            log.info("gang scheduling: %s (%s served)", name, candidate.resource.api_version)
-            return candidate
+        candidates = (
+            scheduling.native.BACKENDS
+            if name == "native"
+            else (scheduling.registry.get(name, scheduler_name=scheduler_name),)
+        )
+        found = await _first_served(api, namespace, candidates)
+        if found is not None:
+            return found
     log.info("gang scheduling: none (no PodGroup API is served)")
     return scheduling.backend.NONE
+
+
+async def _first_served(
+    api: client.Client, namespace: str | None, candidates: Sequence[scheduling.backend.Backend]
+) -> scheduling.backend.Backend | None:
+    """The first of ``candidates`` whose group API the cluster serves (native: newest version first)."""
+    for candidate in candidates:
+        assert candidate.resource is not None
+        if await served(api, candidate.resource, namespace):
+            log.info("gang scheduling: %s (%s served)", candidate.name, candidate.resource.api_version)
+            return candidate
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

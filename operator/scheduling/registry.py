@@ -1,12 +1,13 @@
 """The operator's ``--gang-scheduler``: which backend places a job's pods together.
 
 ``auto`` (the default) asks the cluster, once at start, and takes the first backend it
-serves: Kubernetes' own PodGroup, then scheduler-plugins' Coscheduling, then Volcano, else
-``none``. The operator's process asks (:func:`kubetrain.operator.main.detect`): this module,
-like all of scheduling, is pure. A backend named outright is used whether or not it is
-served: a job then finds out on its first create — its PodGroup is refused, and its
-``ReplicaFailure`` condition says the cluster does not serve it and what to install —
-instead of pods left Pending for ever.
+serves: Kubernetes' own PodGroup (``v1beta1``, else ``v1alpha2``), then scheduler-plugins'
+Coscheduling, then Volcano, else ``none``. The operator's process asks
+(:func:`kubetrain.operator.main.detect`): this module, like all of scheduling, is pure. A
+backend named outright is used whether or not it is served (``native`` in the version the
+cluster serves, if it serves one): a job then finds out on its first create — its PodGroup is
+refused, and its ``ReplicaFailure`` condition says the cluster does not serve it and what to
+install — instead of pods left Pending for ever.
 """
 
 from __future__ import annotations

@@ -7,7 +7,10 @@ its first pod as the template (so Kueue charges exactly what the pods will ask f
 init containers included), the job's queue, and its priority. The job makes no pod until
 Kueue admits the Workload; its pods then carry what the admission says (:func:`apply`): each
 assigned ResourceFlavor's node labels as a node selector and its tolerations, and the updates
-of the admission checks (a ProvisioningRequest's node selector, say).
+of the admission checks (a ProvisioningRequest's node selector, say). An elastic job's Workers
+may be admitted fewer (``minCount``: partial admission); a template that asks for a topology
+with Kueue's annotations gets it requested (``topologyRequest``), and its pods, admitted with a
+topology assignment, wait at Kueue's gate until Kueue places them on their domains.
 
 When Kueue evicts the Workload (preempted, its quota reclaimed, an admission check retried),
 the job stops: its pods are deleted as a suspension deletes them, uncharged, and once none

@@ -1,5 +1,6 @@
-"""Kubernetes' own gang scheduling (scheduling.k8s.io/v1alpha2 PodGroup), the operator's default
-wherever it is served — as it is on every cluster tier here.
+"""Kubernetes' own gang scheduling (the scheduling.k8s.io PodGroup: v1alpha2 on 1.36, v1beta1 on 1.37,
+the version found at the operator's start), the operator's default wherever it is served — as it
+is on every cluster tier here, on either version.
 
 The deadlock scenario of :mod:`testkit.deadlock` with and without gangs; a job that can never be
 placed, given up after ``scheduleTimeoutSeconds``; and a backend the cluster does not serve,

@@ -13,7 +13,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from kubetrain.devcluster import binaries, dev, process
+from kubetrain.devcluster import binaries, controlplane, dev, process
 from kubetrain.operator import pki
 
 
@@ -135,3 +135,15 @@ def test_a_state_file_whose_pid_is_now_another_process_is_stale(
     finally:
         other.kill()
         other.wait()
+
+
+def test_native_gangs_are_switched_on_as_each_kubernetes_version_names_them() -> None:
+    # 1.37 knows neither GangScheduling nor v1alpha2: naming either stops kube-apiserver.
+    assert controlplane.gang_flags(36) == (
+        "--feature-gates=GenericWorkload=true,GangScheduling=true",
+        "--runtime-config=scheduling.k8s.io/v1alpha2=true",
+    )
+    assert controlplane.gang_flags(37) == (
+        "--feature-gates=GenericWorkload=true",
+        "--runtime-config=scheduling.k8s.io/v1beta1=true",
+    )

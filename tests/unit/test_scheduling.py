@@ -232,3 +232,18 @@ def test_an_unserved_backend_is_a_permanent_refusal_that_says_what_to_install() 
     assert (kind.kind, kind.reason, kind.permanent) == (refusal.Kind.UNSERVED, "GangSchedulerNotServed", True)
     # A 404 that is not about the backend is still a namespace being made.
     assert refusal.classify(404, 'namespaces "x" not found').kind is refusal.Kind.WAITING
+
+
+def test_the_native_podgroup_is_the_same_in_each_version_the_cluster_may_serve() -> None:
+    assert [b.resource.api_version for b in native.BACKENDS if b.resource] == [
+        "scheduling.k8s.io/v1beta1",
+        "scheduling.k8s.io/v1alpha2",
+    ], "newest first: the order the operator asks in"
+    assert native.BACKEND.resource == native.RESOURCE
+    newest, oldest = (
+        objects(torch_job(priority_class="high"), b)["PodGroup/pt-gang-0"] for b in native.BACKENDS
+    )
+    assert newest.pop("apiVersion") == "scheduling.k8s.io/v1beta1"
+    assert oldest.pop("apiVersion") == "scheduling.k8s.io/v1alpha2"
+    assert newest == oldest
+    assert "1.37" in native.BACKENDS[0].install
