@@ -10,7 +10,9 @@ A step, in order:
 
 1. A finished job only cleans up (``cleanPodPolicy``) and expires (``ttlSecondsAfterFinished``).
 2. A suspended job keeps no pods and spends nothing: its pods are moved to a new restart
-   attempt, so deleting them is not a failure, and resuming resets ``startTime``.
+   attempt, so deleting them is not a failure, and resuming resets ``startTime``. A job in a
+   Kueue queue as its own Workload (:attr:`Input.admission`) is held so too until Kueue admits
+   it, and again when Kueue evicts it (:mod:`~kubetrain.operator.policies.admission`).
 3. Success first: once the success policy is met, failures seen in the same step do not
    matter and the remaining replicas are stopped.
 4. ``activeDeadlineSeconds`` fails the job with ``DeadlineExceeded``.
@@ -54,6 +56,10 @@ Around the step, what the reconciler used to decide for itself is decided here t
   starting pods' counts is held (:attr:`Input.last_write`), and the pass then due carries them.
 - **Kueue releases**: in a queue, the pods the job is done with are named in
   :attr:`Decision.release`, so that Kueue frees their group's quota.
+- **The job's Workload** (Kueue's Workload route): made, adopted from MultiKueue, given its
+  quota back after an eviction, let go while suspended, finished with the job
+  (:attr:`Decision.workload`); the pods made carry what the admission asks of them
+  (:attr:`Decision.assigned`).
 - **Surplus Services**: the Services of replicas a scale-down removed
   (:attr:`Decision.delete_services`).
 - **Pods already made**: what this process created and its caches do not show yet

@@ -8,6 +8,7 @@ restarted operator never duplicates a pod and never acts on a stale decision.
 from __future__ import annotations
 
 import asyncio
+import datetime
 from typing import Any
 
 import pytest
@@ -168,11 +169,15 @@ async def queued_without_kueue(c: devcluster.Cluster, namespace: str) -> None:
         .build()
     )
     await caches.submit(job)
-    reconciler = caches.reconciler()  # the Workload route, the default; no Kueue here
+    # The clock is the test's, on a whole second as the refusal's time is kept: the backoff is exact.
+    now = [datetime.datetime.now(datetime.UTC).replace(microsecond=0)]
+    # The Workload route, the default; no Kueue here.
+    reconciler = caches.reconciler(clock=lambda: now[0])
     request = reconcile.Request(namespace, "queued")
     first = await reconciler.reconcile(request)
     assert first.requeue_after == 0.1, "what was refused is shown at once"
     await caches.snapshot(caches.jobs)
+    now[0] += datetime.timedelta(seconds=0.25)
     again = await reconciler.reconcile(request)
     stored: dict[str, Any] = await api.get(client.TRAININGJOBS, "queued", namespace)
     conditions = {c["type"]: c for c in stored["status"]["conditions"]}
@@ -183,8 +188,7 @@ async def queued_without_kueue(c: devcluster.Cluster, namespace: str) -> None:
     assert refused["message"].startswith("Workload trainingjob-queued-")
     assert "Workload kueue.x-k8s.io/v1beta2 is not served by this cluster" in refused["message"]
     assert "install Kueue" in refused["message"]
-    assert again.requeue_after is not None
-    assert 0.1 < again.requeue_after <= 1, "tried again a second after the refusal, not in a loop"
+    assert again.requeue_after == pytest.approx(0.75), "tried again a second after the refusal, not at once"
     assert await pod_names(api, namespace) == []
 
 
