@@ -238,7 +238,7 @@ class TrainingJobReconciler:
             queued=self.scheduler.kueue_queue(policy.queue if policy else None) is not None,
             admission=queued,
             workload=self._seen_workload(job) if queued else None,
-            prebuilt=workload.prebuilt(wire.unstructure(job.metadata)) if queued else None,
+            prebuilt=workload.prebuilt(job.metadata.annotations, job.metadata.labels) if queued else None,
             tensorboard=self.services.store.get(
                 f"{job.metadata.namespace}/{naming.tensorboard_name(job.metadata.name or '')}"
             )
@@ -264,7 +264,7 @@ class TrainingJobReconciler:
         MultiKueue made for it, while no one controls that."""
         if self.workloads is None:
             return None
-        prebuilt = workload.prebuilt(wire.unstructure(job.metadata))
+        prebuilt = workload.prebuilt(job.metadata.annotations, job.metadata.labels)
         name = prebuilt or workload.name_of(job.metadata.name or "", job.metadata.uid or "")
         obj = self.workloads.store.get(f"{job.metadata.namespace}/{name}")
         if obj is None:

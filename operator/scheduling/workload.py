@@ -113,10 +113,10 @@ def name_of(job: str, uid: str) -> str:
     return f"{prefix}{job[: _MAX_NAME - len(prefix) - len(tag) - 1]}-{tag}"
 
 
-def prebuilt(meta: Mapping[str, Any]) -> str | None:
-    """The Workload MultiKueue made for the job whose metadata is ``meta``, if it dispatched it here."""
-    name = (meta.get("annotations") or {}).get(PREBUILT) or (meta.get("labels") or {}).get(PREBUILT)
-    return str(name) if name else None
+def prebuilt(annotations: Mapping[str, str], labels: Mapping[str, str]) -> str | None:
+    """The Workload MultiKueue made for the job with these annotations and labels, if it
+    dispatched it here."""
+    return annotations.get(PREBUILT) or labels.get(PREBUILT) or None
 
 
 def pod_set_name(replica_type: str) -> str:
