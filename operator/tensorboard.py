@@ -29,6 +29,7 @@ __all__ = [
     "PORT",
     "PORT_NAME",
     "is_tensorboard",
+    "missing",
     "objects",
     "status",
 ]
@@ -53,6 +54,13 @@ def status(name: str, namespace: str, spec: v1beta1.TrainingJobSpec) -> v1beta1.
     if spec.tensorboard is None:
         return None
     return v1beta1.TensorBoardStatus(name=naming.tensorboard_name(name), address=address(name, namespace))
+
+
+def missing(spec: v1beta1.TrainingJobSpec, *, present: bool, ended: bool) -> bool:
+    """Whether a job's TensorBoard is to be made now: it asks for one, has none (``present``), and
+    runs. A job that ``ended`` keeps the one it had and gets none later; a suspended one gets it
+    on resume."""
+    return spec.tensorboard is not None and not present and not ended and not spec.run_policy.suspend
 
 
 def is_tensorboard(obj: Mapping[str, Any]) -> bool:

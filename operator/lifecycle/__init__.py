@@ -69,8 +69,9 @@ Around the step, what the reconciler used to decide for itself is decided here t
 - **Invalid specs**: a job that cannot be read or run (:class:`Invalid`) fails once, with
   ``InvalidSpec`` and every field error, and is left alone after.
 
-Modules: ``values`` (what a step reads and decides), ``step`` (the step), ``transitions`` (the
-table of states and its diagram).
+Modules: ``values`` (what a step reads and decides), ``step`` (the step), ``tally`` (the replica
+statuses it writes), ``invalid`` (the decision for an unreadable job), ``transitions`` (the table of
+states and its diagram).
 """
 
 from kubetrain.operator.lifecycle.step import DEFAULT_REFUSAL_GRACE_SECONDS, step

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 
 import attrs
 
-from kubetrain.api import indexes, naming, observed, v1beta1
+from kubetrain.api import naming, observed, v1beta1
 from kubetrain.operator import conditions, tensorboard
-from kubetrain.operator.lifecycle import invalid
+from kubetrain.operator.lifecycle import invalid, tally
 from kubetrain.operator.lifecycle.values import Decision, Delete, Event, Input, Invalid, Move
 from kubetrain.operator.policies import (
     admission,
@@ -373,20 +373,7 @@ class _Step:
                 else:
                     seen += 1
                     self._mark(pod, count=seen)
-                self.history.append(
-                    v1beta1.FailureRecord(
-                        time=self.now,
-                        replica_type=key,
-                        index=pod.index,
-                        pod=pod.name,
-                        node=pod.node,
-                        exit_code=f.exit_code,
-                        reason=f.reason,
-                        failure_class=f.failure_class,
-                        rule=v.rule,
-                        action=action,
-                    )
-                )
+                self.history.append(failure.record(pod, key, f, v, action, self.now))
                 if avoid.tied_to_node(f, rule_says=v.avoid_node):
                     self.avoided = avoid.remember(self.avoided, f, self.now)
                 what = failure.describe(pod, key, f, v, action)
@@ -677,7 +664,7 @@ class _Step:
             delete_job=self.delete_job,
             events=tuple(self.events),
             requeue_after=min((d - self.now).total_seconds() for d in later) if later else None,
-            tensorboard=self._tensorboard_missing(),
+            tensorboard=tensorboard.missing(self.spec, present=self.inp.tensorboard, ended=self._finished()),
             delete_services=tuple(cleanup.surplus_services(self.spec, self.inp.services)),
             release=self._released(),
             joining=gang.joining(
@@ -689,7 +676,7 @@ class _Step:
             in_place=bool(self.creates) and self._made_in_place(),
             closed=self.closed and bool(self.creates),
             workload=self.workload,
-            assigned=self._assigned(),
+            assigned=workload_.assigned(self.inp.workload, self.creates) if self.inp.admission else {},
         )
 
     def _released(self) -> tuple[str, ...]:
@@ -697,41 +684,12 @@ class _Step:
             return ()
         return kueue.released(self._live(), finished=self._finished(), current=self._current)
 
-    def _assigned(self) -> dict[str, workload_.Assignment]:
-        """What the admission asks of the pods to create, by their pod set (their replica type in
-        lower case, as their label has it)."""
-        seen = self.inp.workload
-        if not self.creates or seen is None or not self.inp.admission:
-            return {}
-        sets = {workload_.pod_set_name(k) for k, _ in self.creates}
-        return {k: a for k, a in seen.assignments.items() if k in sets}
-
-    def _tensorboard_missing(self) -> bool:
-        # A finished job keeps the one it had and gets none later; a suspended one gets it on resume.
-        return (
-            self.spec.tensorboard is not None
-            and not self.inp.tensorboard
-            and not self._finished()
-            and not self.spec.run_policy.suspend
-        )
-
     def _replica_statuses(self) -> dict[str, v1beta1.ReplicaStatus]:
-        out = {}
-        for key in self.spec.replica_specs:
-            pods = [p for p in self._live() if self._key(p) == key and self._current(p)]
-            active = [p for p in pods if p.deleted is None and not p.finished]
-            kept = [p.index for p in active if p.name not in self.deletes]
-            out[key] = v1beta1.ReplicaStatus(
-                active=len(active),
-                active_indexes=indexes.format_indexes(kept),
-                ready=sum(p.ready for p in active),
-                succeeded=sum(p.phase == "Succeeded" for p in pods),
-                failed=sum(p.phase == "Failed" for p in pods),
-                selector=naming.selector({naming.JOB_NAME: self.inp.name, naming.REPLICA_TYPE: key.lower()}),
-                attempt=self.attempts[key],
-                in_place=self.in_place[key],
-            )
-        return out
+        current: dict[str, list[observed.Pod]] = {key: [] for key in self.spec.replica_specs}
+        for p in self._live():
+            if (key := self._key(p)) is not None and self._current(p):
+                current[key].append(p)
+        return tally.replica_statuses(self.inp.name, current, self.attempts, self.in_place, set(self.deletes))
 
 
 _METHOD = {True: v1beta1.RestartMethod.IN_PLACE, False: v1beta1.RestartMethod.RECREATE}

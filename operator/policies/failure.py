@@ -17,12 +17,14 @@ without a rule it restarts, whatever the restart policy, and spends the user-cod
 
 from __future__ import annotations
 
+import datetime
+
 import attrs
 
 from kubetrain.api import observed, v1beta1
 from kubetrain.operator.policies import classify
 
-__all__ = ["Verdict", "describe", "is_retryable_exit_code", "matches", "scope_text", "verdict"]
+__all__ = ["Verdict", "describe", "is_retryable_exit_code", "matches", "record", "scope_text", "verdict"]
 
 Action = v1beta1.FailureAction
 
@@ -87,6 +89,29 @@ def matches(rule: v1beta1.FailureRule, f: classify.Failure, *, replica_type: str
     if rule.on_reasons and not {f.reason, *f.pod.reasons} & set(rule.on_reasons):
         return False
     return set(rule.on_pod_conditions) <= f.pod.conditions
+
+
+def record(
+    pod: observed.Pod,
+    key: str,
+    f: classify.Failure,
+    v: Verdict,
+    action: v1beta1.FailureAction,
+    now: datetime.datetime,
+) -> v1beta1.FailureRecord:
+    """The entry of ``status.failures`` for ``f``, a failure of ``pod``, a ``key`` replica."""
+    return v1beta1.FailureRecord(
+        time=now,
+        replica_type=key,
+        index=pod.index,
+        pod=pod.name,
+        node=pod.node,
+        exit_code=f.exit_code,
+        reason=f.reason,
+        failure_class=f.failure_class,
+        rule=v.rule,
+        action=action,
+    )
 
 
 def describe(

@@ -35,7 +35,7 @@ from __future__ import annotations
 import datetime
 import enum
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -52,6 +52,7 @@ __all__ = [
     "Assignment",
     "Seen",
     "apply",
+    "assigned",
     "finished_status",
     "name_of",
     "pod_set_name",
@@ -189,6 +190,15 @@ class Seen:
             cluster_queue=(admission or {}).get("clusterQueue", ""),
             assignments=assignments,
         )
+
+
+def assigned(seen: Seen | None, creates: Iterable[tuple[str, int]]) -> dict[str, Assignment]:
+    """What the admission of ``seen`` asks of the pods to ``create`` (replica type, index), by
+    their pod set (their replica type in lower case, as their label has it)."""
+    sets = {pod_set_name(key) for key, _ in creates}
+    if not sets or seen is None:
+        return {}
+    return {k: a for k, a in seen.assignments.items() if k in sets}
 
 
 def _assignment(
