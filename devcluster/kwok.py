@@ -1,7 +1,7 @@
 """Fake nodes and pod lifecycle with kwok, and the knobs tests turn.
 
-kwok plays the kubelet for nodes annotated ``kwok.x-k8s.io/node: fake``. Its stages
-(see :data:`STAGES`) do what a kubelet would, minus containers:
+kwok plays the kubelet for nodes annotated ``kwok.x-k8s.io/node: fake``, with :data:`POD_WORKERS`
+pods in flight at once. Its stages (see :data:`STAGES`) do what a kubelet would, minus containers:
 
 - a new node becomes Ready, with :data:`NODE_CAPACITY` (GPUs included), declaring that it restarts
   pods in place as a 1.36 kubelet does (it never does: a moved pod keeps running);
@@ -35,6 +35,7 @@ from kubetrain.devcluster.controlplane import ControlPlane
 
 __all__ = [
     "EXIT_CODE",
+    "POD_WORKERS",
     "REASON",
     "STAGES",
     "agent_log",
@@ -50,6 +51,10 @@ MANAGED = "kwok.x-k8s.io/node"
 EXIT_CODE = "kwok.kubetrain.dev/exit-code"
 REASON = "kwok.kubetrain.dev/reason"
 LOST_TAINT = "kubetrain.dev/node-lost"
+# How many pods kwok brings to their next stage at once (its default is 4), each one PATCH. A cluster
+# has a kubelet per node, each reporting its own pods: with 4, a benchmark's pods waited for kwok
+# (at 2,000 jobs x 4, bound pods were marked Running about 30 s late; docs/performance.md).
+POD_WORKERS = 16
 NODE_CAPACITY = {"cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "8"}
 
 STAGES = f"""\
@@ -191,7 +196,7 @@ spec:
 def start(c: ControlPlane, timeout: float, *, nodes: int, lease_seconds: int = 0) -> None:
     """kwok with ``nodes`` fake nodes; with ``lease_seconds``, it renews their Leases (heartbeats)."""
     stages = c.workdir / "kwok-stages.yaml"
-    stages.write_text(STAGES + _logs(agent_log(c)))
+    stages.write_text(STAGES + _logs(agent_log(c)) + _configuration())
     port = process.free_port()
     kwok = process.Process(
         "kwok",
@@ -226,6 +231,28 @@ def start(c: ControlPlane, timeout: float, *, nodes: int, lease_seconds: int = 0
         watch=[kwok],
         interval=0.3,
     )
+
+
+def _configuration() -> str:
+    """kwok's own options. Given a configuration, kwok (v0.8.0) defaults none of them: each of its
+    defaults is named here (``SetObjectDefaults_KwokConfiguration``), the debugging handlers that
+    serve ``pods/log`` among them. Its flags still win."""
+    options = {
+        "podPlayStageParallelism": POD_WORKERS,
+        "nodePlayStageParallelism": 4,
+        "nodeLeaseParallelism": 4,
+        "podsOnNodeSyncParallelism": 1,
+        "enableDebuggingHandlers": True,
+        "enableContentionProfiling": False,
+        "enableProfilingHandler": True,
+        "enablePodsOnNodeSyncListPager": True,
+        "enablePodsOnNodeSyncStreamWatch": False,
+    }
+    return f"""---
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options: {json.dumps(options)}
+"""
 
 
 def _logs(path: pathlib.Path) -> str:
