@@ -19,6 +19,7 @@ __all__ = [
     "ATTEMPT",
     "BARRIER",
     "GANG",
+    "HELD_EXIT_CODE",
     "HUNG_EXIT_CODE",
     "IN_PLACE_FEATURE",
     "JOB_NAME",
@@ -81,6 +82,11 @@ PROGRESS_VOLUME = "kubetrain-progress"
 PROGRESS_DIR = "/var/run/kubetrain-progress"
 PROGRESS_FILE = PROGRESS_DIR + "/progress"
 HUNG_EXIT_CODE = 87
+# A pod whose main container ended in an attempt that is still the pod's, and that the kubelet then
+# restarted in place (the main container's RestartAllContainers rule, on the exit codes the job's
+# policy restarts for): its barrier holds it, since that attempt has run there; its agent exits
+# HELD_EXIT_CODE once to say so, for the kubelet erases the main container's exit code in that restart.
+HELD_EXIT_CODE = 88
 # What a node declares (status.declaredFeatures) when its kubelet can restart a pod in place;
 # the scheduler places a pod with a RestartAllContainers rule only on such a node.
 IN_PLACE_FEATURE = "RestartAllContainersOnContainerExits"

@@ -19,13 +19,21 @@ import attrs
 
 from kubetrain.api import naming, wire
 
-__all__ = ["IMAGE_PULL_REASONS", "NODE_NAME_FIELD", "Pod", "Service", "avoided_nodes", "has_agent"]
+__all__ = [
+    "IMAGE_PULL_REASONS",
+    "NODE_NAME_FIELD",
+    "RESTARTED_IN_PLACE",
+    "Pod",
+    "Service",
+    "avoided_nodes",
+    "has_agent",
+]
 
 # The field a node selector term matches a node's name by.
 NODE_NAME_FIELD = "metadata.name"
 _BACKOFF = "CrashLoopBackOff"
 # The reason of a container's last termination when the kubelet restarted its whole pod in place.
-_RESTARTED_IN_PLACE = "RestartingAllContainers"
+RESTARTED_IN_PLACE = "RestartingAllContainers"
 IMAGE_PULL_REASONS = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})
 
 
@@ -76,11 +84,25 @@ class Pod:
     # When its agent last exited because the step stopped moving (spec.progress.deadlineSeconds),
     # unless the pod restarted in place since.
     hung_at: datetime.datetime | None = None
+    # Its agent's last word was that its main container ended, the kubelet restarted the pod in
+    # place for it and the barrier holds it, its attempt having run there (naming.HELD_EXIT_CODE,
+    # once per attempt): which exit of the agent said it (its container's ID; None: its last end
+    # was another).
+    held_signal: str | None = None
+    # The attempt that word speaks of (its termination message; None: not said).
+    held_attempt: int | None = None
+    # Its pod restartPolicy.
+    restart_policy: str = "Always"
 
     @property
     def crashes(self) -> int:
         """The kubelet's restarts of its containers, those it has yet to make included."""
         return self.restarts + self.backing_off
+
+    @property
+    def held(self) -> bool:
+        """Waiting at its barrier after its agent said its attempt ended (none of its own runs)."""
+        return self.held_signal is not None and not self.running
 
     @property
     def moving(self) -> bool:
@@ -119,12 +141,15 @@ class Pod:
             state = c.get("state") or {}
             # A container that exits and is restarted by the kubelet shows why in lastState.
             terminated = state.get("terminated") or (c.get("lastState") or {}).get("terminated")
-            if terminated and c.get("name") not in _OWN:
+            # A container stopped for a restart in place (exit code 137) did not end by itself.
+            if terminated and c.get("name") not in _OWN and terminated.get("reason") != RESTARTED_IN_PLACE:
                 exit_codes[c["name"]] = int(terminated.get("exitCode", 0))
                 if terminated.get("reason"):
                     reasons.append(terminated["reason"])
             if (state.get("waiting") or {}).get("reason"):
                 waiting.add(state["waiting"]["reason"])
+        running = any("running" in (c.get("state") or {}) for c in status.get("containerStatuses", []))
+        agent_end = _agent_end(status.get("initContainerStatuses", []))
         true = {c["type"]: c for c in status.get("conditions", []) if c.get("status") == "True"}
         # Kueue marks the pods it preempts TerminationTarget, the way Kubernetes marks DisruptionTarget.
         disruption = true.get("DisruptionTarget") or true.get("TerminationTarget")
@@ -165,12 +190,12 @@ class Pod:
             avoiding=avoided_nodes(obj.get("spec") or {}),
             opened=_int(annotations[naming.OPENED]) if naming.OPENED in annotations else None,
             restarted_in_place=any(
-                ((c.get("lastState") or {}).get("terminated") or {}).get("reason") == _RESTARTED_IN_PLACE
+                ((c.get("lastState") or {}).get("terminated") or {}).get("reason") == RESTARTED_IN_PLACE
                 and "terminated" not in (c.get("state") or {})
                 for c in status.get("containerStatuses", [])
                 if c.get("name") not in _OWN
             ),
-            running=any("running" in (c.get("state") or {}) for c in status.get("containerStatuses", [])),
+            running=running,
             started_at=None
             if not has_agent(status)
             else max(
@@ -182,7 +207,10 @@ class Pod:
                 ),
                 default=None,
             ),
-            hung_at=_hung_at(status.get("initContainerStatuses", [])),
+            hung_at=_hung_at(agent_end),
+            held_signal=_held_signal(agent_end),
+            held_attempt=_held_attempt(agent_end),
+            restart_policy=(obj.get("spec") or {}).get("restartPolicy", "Always"),
         )
 
 
@@ -225,15 +253,35 @@ def has_agent(status: Mapping[str, Any]) -> bool:
     )
 
 
-def _hung_at(init: list[Mapping[str, Any]]) -> datetime.datetime | None:
-    """When the agent last exited for a hang: its current or, running again, its last end."""
+def _agent_end(init: list[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """The agent's current or, running again, last end (empty: none)."""
     for c in init:
-        if c.get("name") != naming.AGENT:
-            continue
-        end = (c.get("state") or {}).get("terminated") or (c.get("lastState") or {}).get("terminated") or {}
-        if end.get("exitCode") == naming.HUNG_EXIT_CODE:
-            return _loose_time(end.get("finishedAt")) or _loose_time(end.get("startedAt"))
-    return None
+        if c.get("name") == naming.AGENT:
+            return (
+                (c.get("state") or {}).get("terminated") or (c.get("lastState") or {}).get("terminated") or {}
+            )
+    return {}
+
+
+def _held_signal(end: Mapping[str, Any]) -> str | None:
+    """Which exit of the agent said the pod is held, if its last one did: its container's ID (the
+    restart count changes between the exit and the next start), else when it ended."""
+    if end.get("exitCode") != naming.HELD_EXIT_CODE:
+        return None
+    return str(end.get("containerID") or end.get("finishedAt") or end.get("startedAt") or "held")
+
+
+def _held_attempt(end: Mapping[str, Any]) -> int | None:
+    """The attempt the agent's word "held" speaks of (its termination message), if it says one."""
+    said = str(end.get("message") or "").strip()
+    return int(said) if end.get("exitCode") == naming.HELD_EXIT_CODE and said.isdigit() else None
+
+
+def _hung_at(end: Mapping[str, Any]) -> datetime.datetime | None:
+    """When the agent exited for a hang, if its last end was that."""
+    if end.get("exitCode") != naming.HUNG_EXIT_CODE:
+        return None
+    return _loose_time(end.get("finishedAt")) or _loose_time(end.get("startedAt"))
 
 
 def avoided_nodes(pod_spec: Mapping[str, Any]) -> frozenset[str]:

@@ -29,7 +29,17 @@ small containers that run the main container's image (they need only a POSIX she
 - the **barrier** (``InPlace`` only), the first regular init container, waits until the pod's
   :data:`~kubetrain.api.naming.OPENED` annotation names the attempt of its label, so that no
   container of the new attempt starts before the operator has seen every pod of the old one
-  stop (:mod:`.policies.inplace`).
+  stop (:mod:`.policies.inplace`). It remembers, in an emptyDir (:data:`STATE`), the attempt it
+  last let start, and never lets the same one start twice in a pod.
+
+That memory is what lets a pod whose main container *failed* restart in place too. Under
+``restartPolicy: Never`` the main container gets a rule ``RestartAllContainers`` on the exit codes
+the job's policy restarts for (``restart_codes``): the kubelet restarts the pod where it is at
+once, and the barrier holds it, for its attempt has run there. The kubelet erases the main
+container's exit code in that restart, so the agent says it: it exits
+:data:`~kubetrain.api.naming.HELD_EXIT_CODE` once, and the operator, which reads that in the pod's
+status, charges the failure and moves the pod to the next attempt like any other. While the
+barrier holds, the agent does not restart the pod for a move: nothing of an older attempt runs.
 
 Both are listed before the template's own init containers: the agent first, so that it runs
 while the barrier waits. They take the main container's security context, so a pod that
@@ -44,21 +54,25 @@ from typing import Any
 
 from kubetrain.api import naming, v1beta1
 
-__all__ = ["MOUNT", "PRINT_SECONDS", "VOLUME", "add"]
+__all__ = ["MOUNT", "PRINT_SECONDS", "STATE", "VOLUME", "add"]
 
 Object = dict[str, Any]
 
 VOLUME = "kubetrain-attempt"
 MOUNT = "/etc/kubetrain/attempt"
+# The barrier's memory (an emptyDir, kept through a restart in place). ``state``, one line the
+# barrier writes whole: ``holding N`` while it waits, ``running N`` once it let attempt N start,
+# N being the attempt it last let start (empty in a pod where none has). ``told``: the attempt whose
+# end the agent has said; ``fresh``, there once the barrier let an attempt start since the agent
+# started. A reader that finds the line empty (being written) looks again.
+STATE_VOLUME = "kubetrain-state"
+STATE = "/var/run/kubetrain-state"
 _RESOURCES = {"cpu": "50m", "memory": "32Mi"}
 # How often the agent and the barrier read the pod's labels, annotations and progress (shell
 # builtins: each look costs one `sleep`).
 POLL_SECONDS = 0.2
 # How often at most the agent prints a changed progress line.
 PRINT_SECONDS = 5
-# Where an agent that exits for a hang leaves the attempt its pod runs, for its next start.
-_HUNG_MARK = f"{naming.PROGRESS_DIR}/.hung-attempt"
-
 _CLOCK = "read -r up _ < /proc/uptime; now=${up%.*}"
 
 
@@ -66,14 +80,24 @@ def _agent_script(in_place: bool, progress: v1beta1.ProgressSpec | None) -> str:
     """The agent's shell script: a loop of the parts the pod asks for."""
     setup, loop, stop = [], [], ["exit 0"]
     if in_place:
-        setup += [f"f={MOUNT}/attempt", 'read -r mine < "$f"']
-        if progress is not None:
-            setup += [f"[ -r {_HUNG_MARK} ] && {{ read -r mine < {_HUNG_MARK}; rm -f {_HUNG_MARK}; }}"]
-        setup += ['echo "kubetrain agent: attempt $mine"']
+        # The attempt that runs in the pod is the one its barrier last let start, once the barrier
+        # has let one start since this agent did (fresh): an agent started with the whole pod finds
+        # the state of the run before, and nothing of that run runs any more. One restarted alone
+        # after it found a hang keeps it (keep).
+        setup += [f"f={MOUNT}/attempt; s={STATE}", "[ -e $s/keep ] && rm -f $s/keep || rm -f $s/fresh"]
         loop += [
-            "now_attempt=$mine",
+            "now_attempt=; mode=; ran=; told=",
             '{ read -r now_attempt < "$f"; } 2>/dev/null',
-            'if [ -n "$now_attempt" ] && [ "$now_attempt" != "$mine" ]; then',
+            "{ read -r mode ran < $s/state; } 2>/dev/null",
+            'if [ "$mode" = holding ]; then',
+            "  { read -r told < $s/told; } 2>/dev/null",
+            '  if [ -n "$ran" ] && [ "$ran" = "$now_attempt" ] && [ "$told" != "$ran" ]; then',
+            '    echo "$ran" > $s/told',
+            '    echo "kubetrain agent: attempt $ran ended in this pod, which waits for the next"',
+            '    echo "$ran" > /dev/termination-log 2>/dev/null',
+            f"    exit {naming.HELD_EXIT_CODE}",
+            "  fi",
+            'elif [ "$mode" = running ] && [ -e $s/fresh ] && [ -n "$now_attempt" ] && [ "$now_attempt" != "$ran" ]; then',
             '  echo "kubetrain agent: attempt $now_attempt begins: restarting the pod in place"',
             f"  exit {naming.AGENT_EXIT_CODE}",
             "fi",
@@ -104,7 +128,7 @@ def _agent_script(in_place: bool, progress: v1beta1.ProgressSpec | None) -> str:
                 f'if [ -n "$seen" ] && [ $((now - seen)) -ge {grace} ] && [ $((now - moved)) -ge {deadline} ]; then',
                 f"  {say}",
                 '  echo "kubetrain agent: the step has not moved for $((now - moved))s: hung"',
-                *([f'  echo "$mine" > {_HUNG_MARK}'] if in_place else []),
+                *(["  : > $s/keep"] if in_place else []),
                 f"  exit {naming.HUNG_EXIT_CODE}",
                 "fi",
             ]
@@ -122,31 +146,52 @@ def _agent_script(in_place: bool, progress: v1beta1.ProgressSpec | None) -> str:
 
 
 _BARRIER = f"""\
-d={MOUNT}
+trap 'exit 0' TERM INT
+d={MOUNT}; s={STATE}
+mode=; ran=; {{ read -r mode ran < $s/state; }} 2>/dev/null
+echo "holding $ran" > $s/state
+said=
 while :; do
   opened=; attempt=
   {{ read -r opened < $d/opened; read -r attempt < $d/attempt; }} 2>/dev/null
-  [ -n "$attempt" ] && [ "$opened" = "$attempt" ] && break
+  if [ -n "$attempt" ] && [ "$opened" = "$attempt" ]; then
+    [ "$attempt" != "$ran" ] && break
+    [ -n "$said" ] || {{ echo "kubetrain barrier: attempt $attempt has run in this pod: waiting for the next"; said=1; }}
+  fi
   sleep {POLL_SECONDS}
 done
+echo "running $attempt" > $s/state
+: > $s/fresh
 echo "kubetrain barrier: attempt $attempt starts"
 """
 
 
 def add(
-    spec: Object, main: Object, *, in_place: bool, progress: v1beta1.ProgressSpec | None, watched: bool = True
+    spec: Object,
+    main: Object,
+    *,
+    in_place: bool,
+    progress: v1beta1.ProgressSpec | None,
+    watched: bool = True,
+    restart_codes: tuple[int, ...] = (),
 ) -> None:
     """Give the pod ``spec``, whose main container is ``main``, its agent (and, ``in_place``, its
-    barrier); with ``progress``, the progress file in every one of its regular containers. A pod
-    restarted in place always has its agent; otherwise only a ``watched`` one does: where a hang is
-    to be found (a deadline), or whose progress is read (the first rank). The other ranks write
-    their file all the same, into a volume nobody reads: a sidecar per pod costs a busy cluster."""
+    barrier, and the main container's rule restarting the pod in place on ``restart_codes``, if the
+    template gives it no restart rule of its own); with ``progress``, the progress file in every
+    one of its regular containers. A pod restarted in place always has its agent; otherwise only a
+    ``watched`` one does: where a hang is to be found (a deadline), or whose progress is read (the
+    first rank). The other ranks write their file all the same, into a volume nobody reads: a
+    sidecar per pod costs a busy cluster."""
     if not in_place and progress is None:
         return
     if not in_place and not watched:
         _progress_file(spec, [])
         return
-    attempt = [{"name": VOLUME, "mountPath": MOUNT, "readOnly": True}] if in_place else []
+    attempt: list[Object] = (
+        [{"name": VOLUME, "mountPath": MOUNT, "readOnly": True}, {"name": STATE_VOLUME, "mountPath": STATE}]
+        if in_place
+        else []
+    )
     agent = _container(naming.AGENT, _agent_script(in_place, progress), main, attempt)
     agent["restartPolicy"] = "Always"
     own = [agent]
@@ -168,16 +213,19 @@ def add(
                 },
             }
         )
-        agent["restartPolicyRules"] = [
-            {
-                "action": "RestartAllContainers",
-                "exitCodes": {"operator": "In", "values": [naming.AGENT_EXIT_CODE]},
-            }
-        ]
+        _items(spec, "volumes").append({"name": STATE_VOLUME, "emptyDir": {}})
+        agent["restartPolicyRules"] = [_restart_all(naming.AGENT_EXIT_CODE)]
         own.append(_container(naming.BARRIER, _BARRIER, main, attempt))
+        if restart_codes and "restartPolicy" not in main and "restartPolicyRules" not in main:
+            main["restartPolicy"] = "Never"
+            main["restartPolicyRules"] = [_restart_all(*restart_codes)]
     if progress is not None:
         _progress_file(spec, [agent])
     spec["initContainers"] = [*own, *_items(spec, "initContainers")]
+
+
+def _restart_all(*codes: int) -> Object:
+    return {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": list(codes)}}
 
 
 def _progress_file(spec: Object, agents: list[Object]) -> None:

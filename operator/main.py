@@ -167,11 +167,13 @@ def build(
     # Each cache keeps only what the operator reads of its kind (kubetrain.operator.projection).
     jobs = mgr.informer(client.TRAININGJOBS, transform=projection.training_job)
     children = {
-        r: mgr.informer(r, label_selector=CHILD_SELECTOR, indexers={"owner": cache.by_owner()}, transform=t)
-        for r, t in (
-            (client.PODS, projection.pod),
-            (client.SERVICES, projection.service),
-            (client.CONFIGMAPS, projection.config_map),
+        r: mgr.informer(
+            r, label_selector=CHILD_SELECTOR, indexers={"owner": cache.by_owner()}, transform=t, carry=carry
+        )
+        for r, t, carry in (
+            (client.PODS, projection.pod, projection.carry_pod),
+            (client.SERVICES, projection.service, None),
+            (client.CONFIGMAPS, projection.config_map, None),
         )
     }
     # Pods that vanish between two reconciles are still counted, through their tombstones.

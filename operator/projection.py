@@ -29,6 +29,13 @@ controller-runtime's cache transforms, written per kind:
   ``last-applied-configuration`` annotation (a second copy of the spec): the reconciler
   decodes the whole spec and status.
 
+A restart in place erases something the operator needs: the kubelet that restarts a pod whose
+main container failed (its ``RestartAllContainers`` rule) shows that container's exit for about a
+tenth of a second, then gives every container the ``lastState`` of the restart (reason
+``RestartingAllContainers``, exit code 137). :func:`carry_pod` keeps the real end in the cache: the
+informer hands it the cached projection and the new one, so the watch event that showed the end
+is never lost to a pass that reads the cache later.
+
 Keys are written here as literals, so every projected object shares one copy of each key
 string, which decoding JSON event by event does not; the strings objects have in common
 (namespaces, labels, owner names and UIDs, phases, condition types, container names and
@@ -50,7 +57,7 @@ from typing import Any
 from kubetrain.api import naming, observed
 from kubetrain.operator.scheduling import kueue
 
-__all__ = ["LAST_APPLIED", "Projection", "config_map", "node", "pod", "service", "training_job"]
+__all__ = ["LAST_APPLIED", "Projection", "carry_pod", "config_map", "node", "pod", "service", "training_job"]
 
 Obj = dict[str, Any]
 Projection = Callable[[Obj], Obj]
@@ -102,6 +109,36 @@ def pod(obj: Obj) -> Obj:
     if status:
         out["status"] = status
     return out
+
+
+def carry_pod(old: Obj | None, new: Obj) -> Obj:
+    """``new``, a pod's projection, with each regular container's end that a restart in place
+    erased put back from ``old``, the projection cached before: the end ``old`` showed (the restart
+    counted it) or had kept (it was carried already)."""
+    statuses = (new.get("status") or {}).get("containerStatuses")
+    before = {c.get("name"): c for c in ((old or {}).get("status") or {}).get("containerStatuses") or ()}
+    if not statuses or not before:
+        return new
+    kept = [_carried(before.get(c.get("name")), c) for c in statuses]
+    if all(k is c for k, c in zip(kept, statuses, strict=True)):
+        return new
+    return {**new, "status": {**new["status"], "containerStatuses": kept}}
+
+
+def _carried(old: Obj | None, new: Obj) -> Obj:
+    last = (new.get("lastState") or {}).get("terminated") or {}
+    if old is None or last.get("reason") != observed.RESTARTED_IN_PLACE:
+        return new
+    count, was = new.get("restartCount", 0), old.get("restartCount", 0)
+    if count > was:
+        end = (old.get("state") or {}).get("terminated")
+    elif count == was:
+        end = (old.get("lastState") or {}).get("terminated")
+    else:
+        end = None
+    if not end or end.get("reason") == observed.RESTARTED_IN_PLACE:
+        return new
+    return {**new, "lastState": {"terminated": end}}
 
 
 def service(obj: Obj) -> Obj:
@@ -255,6 +292,10 @@ def _terminated(t: Mapping[str, Any], timed: bool) -> Obj:
     if timed and out["exitCode"] == naming.HUNG_EXIT_CODE:
         for key in ("startedAt", "finishedAt"):
             _copy(out, t, key)
+    if timed and out["exitCode"] == naming.HELD_EXIT_CODE:
+        # Which word of the agent it is, and the attempt it speaks of (observed.Pod.held_signal).
+        _copy(out, t, "containerID")
+        _copy(out, t, "message", lambda m: str(m)[:16])
     return out
 
 

@@ -340,7 +340,13 @@ def _pod(
     progress = world.job.spec.progress
     if in_place:
         _in_place(spec, annotations, container, restart_env, closed=closed)
-        agent.add(spec, container, in_place=True, progress=progress)
+        agent.add(
+            spec,
+            container,
+            in_place=True,
+            progress=progress,
+            restart_codes=_restart_codes(world, fw, r, spec, container["name"]),
+        )
         _add_env(container, fw.env(world, r))
     else:
         _add_env(container, {**restart_env, **fw.env(world, r)})
@@ -379,6 +385,23 @@ def _pod(
         "metadata": _metadata(world, r.name, labels, annotations=annotations),
         "spec": spec,
     }
+
+
+def _restart_codes(
+    world: fw_contract.World, fw: fw_contract.Framework, r: fw_contract.Replica, spec: Object, main: str
+) -> tuple[int, ...]:
+    """The exit codes on which the kubelet restarts a pod made to restart in place, though its
+    policy is ``Never``: those on which the job restarts anyway (:func:`.policies.inplace.restart_codes`)."""
+    if spec["restartPolicy"] != "Never":
+        return ()  # its kubelet restarts the main container by itself, or the operator never does
+    policy = world.job.spec.failure_policy
+    return inplace.restart_codes(
+        policy.rules,
+        replica_type=r.type,
+        restart_policy=r.spec.restart_policy or fw.restart_policy,
+        scope=policy.restart_scope or fw.restart_scope_of(world.job.spec),
+        container=main,
+    )
 
 
 def _dns_policy(spec: Object) -> None:

@@ -517,6 +517,14 @@ class CountedFailures:
     hung_time: Annotated[
         datetime.datetime | None, schema.Field(doc="When its last hang that was charged was seen.")
     ] = attrs.field(default=None, converter=meta.utc_or_none)
+    held_signal: Annotated[
+        str | None,
+        schema.Field(
+            max_length=256,
+            doc="Which exit of its agent last said, charged, that the pod's attempt ended and the "
+            "pod waits in place (the container's ID).",
+        ),
+    ] = None
 
 
 @attrs.frozen(kw_only=True, field_transformer=schema.validated)

@@ -152,6 +152,10 @@ class Framework:
     # stands for the job's (spec.progress); the type that decides success when not given. An MPI
     # launcher runs no rank: its first worker does.
     progress_from: str | None = None
+    # The replica type whose main process starts every rank over ssh and stops them as it ends
+    # (MPI's launcher and its ``mpirun``). When it fails and the job restarts in place, it restarts
+    # alone: the other pods run only sshd, which serves the next world as it served this one.
+    rank_launcher: str | None = None
 
     def restart_scope_of(self, spec: v1beta1.TrainingJobSpec) -> v1beta1.RestartScope:
         return self.scope(spec) if self.scope is not None else self.restart_scope

@@ -60,7 +60,9 @@ never races ``sshd`` (a ``tcpSocket`` readiness probe on port 22 makes Ready mea
 listening); chainer's master waits for every worker set (``start_after`` takes the
 pattern ``Worker*``). The launcher (the master) alone decides success. One MPI world cannot lose
 a rank and carry on, nor take a replacement into a running ``MPI_COMM_WORLD``: any
-restart recreates the whole job. The restart policy is ``ExitCode``: an error in
+restart starts a new world. Restarted in place, a failed launcher restarts alone
+(``rank_launcher``): its ``mpirun`` stopped every rank as it ended, and the workers' ``sshd``
+serve the next one. The restart policy is ``ExitCode``: an error in
 training code (exit codes 1-127, which ``mpirun`` passes on) fails the job at once
 instead of spending the retry budget, while a process killed by a signal (128-255)
 restarts the world; lost and preempted pods are infrastructure failures and restart it
@@ -269,6 +271,7 @@ def _framework(flavour: _Flavour) -> framework.Framework:
         files=functools.partial(_files, flavour),
         extra_rules=functools.partial(_option_errors, flavour),
         start_after={flavour.launcher: (flavour.workers.name,)},
+        rank_launcher=flavour.launcher,
         secret=ssh_files,
     )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import functools
 from collections.abc import Mapping
+from typing import Any
 
 import attrs
 
@@ -114,7 +115,9 @@ class _Step:
         if self.spec.run_policy.suspend:
             self._suspend("Suspended", "the job is suspended; its pods are deleted")
             if self.inp.admission:
-                self.workload = admission.on_suspend(self.inp.workload, pods_left=self._pods_left())
+                self.workload = admission.on_suspend(
+                    self.inp.workload, pods_left=self._pods_left(), prebuilt=self.inp.prebuilt is not None
+                )
             return self._decision()
         if self._not_admitted():
             return self._decision()
@@ -149,14 +152,11 @@ class _Step:
     def _live(self) -> list[observed.Pod]:
         return [p for p in self.pods if not p.gone]
 
-    def _mark(
-        self, pod: observed.Pod, *, count: int | None = None, hung: datetime.datetime | None = None
-    ) -> None:
-        """Remember what of ``pod``'s failures is charged: ``count`` crashes, its hang at ``hung``."""
+    def _mark(self, pod: observed.Pod, **charged: Any) -> None:
+        """Remember what of ``pod``'s failures is charged (``count`` crashes, ``hung_time``,
+        ``held_signal``: v1beta1.CountedFailures)."""
         old = self.counted.get(pod.uid) or v1beta1.CountedFailures(pod=pod.name, uid=pod.uid)
-        self.counted[pod.uid] = attrs.evolve(
-            old, count=old.count if count is None else count, hung_time=hung or old.hung_time
-        )
+        self.counted[pod.uid] = attrs.evolve(old, **charged)
 
     def _delete(self, pod: observed.Pod, *, force: bool = False) -> None:
         if pod.gone or (pod.deleted is not None and not force):
@@ -331,10 +331,12 @@ class _Step:
             if key is None or not self._current(pod) or pod.moving:
                 continue  # a moving pod's end is the old attempt's, as a stale pod's is
             container = self.inp.defaults.containers.get(key, "")
-            seen = self.counted[pod.uid].count if pod.uid in self.counted else 0
-            if pod.restarted_in_place and pod.crashes > seen:
+            counted = self.counted.get(pod.uid)
+            seen = counted.count if counted is not None else 0
+            if (pod.restarted_in_place or inplace.says_its_ends(pod)) and pod.crashes > seen:
                 # The kubelet counts a restart in place as one more restart of each container,
-                # when it kills them and again as it starts them: none is a failure.
+                # when it kills them and again as it starts them: none is a failure. A pod whose
+                # ends its agent says counts them so (classify.held).
                 seen = pod.crashes
                 self._mark(pod, count=seen)
             due = classify.image_pull_due(pod, fp.image_pull_grace_seconds)
@@ -343,8 +345,9 @@ class _Step:
             found = classify.new_failures(
                 pod, seen, container=container, now=self.now, image_pull_grace=fp.image_pull_grace_seconds
             )
+            found += classify.held(pod, counted.held_signal if counted else None, container=container)
             if self.spec.progress is not None and self.spec.progress.deadline_seconds is not None:
-                hung = self.counted[pod.uid].hung_time if pod.uid in self.counted else None
+                hung = counted.hung_time if counted else None
                 found += classify.hang(pod, hung, grace=self.spec.progress.startup_grace)
             for f in found:
                 v = failure.verdict(
@@ -369,7 +372,9 @@ class _Step:
                 )
                 action = Action.FAIL_JOB if over else v.action
                 if f.hung:
-                    self._mark(pod, hung=pod.hung_at)
+                    self._mark(pod, hung_time=pod.hung_at)
+                elif f.held:
+                    self._mark(pod, held_signal=pod.held_signal)
                 else:
                     seen += 1
                     self._mark(pod, count=seen)
@@ -388,9 +393,10 @@ class _Step:
 
     def _restarted_with(self, key: str, f: classify.Failure, v: failure.Verdict) -> set[str]:
         """The replica types a restart for this failure of a ``key`` pod moves to a new attempt."""
-        if v.scope is v1beta1.RestartScope.JOB or (self.inp.queued and not f.in_place):
-            return set(self.replicas)
-        return {key} if v.scope is v1beta1.RestartScope.REPLICA_TYPE else set()
+        alone = (
+            key == self.inp.defaults.rank_launcher and self._made_in_place() and inplace.restartable(f.pod)
+        )
+        return failure.restarted_types(key, f, v.scope, self.replicas, queued=self.inp.queued, alone=alone)
 
     def _restart(self, restarts: list[tuple[observed.Pod, classify.Failure, failure.Verdict]]) -> None:
         gang: set[str] = set()
@@ -399,8 +405,8 @@ class _Step:
             assert key is not None
             together = self._restarted_with(key, f, v)
             gang |= together
-            if not together and not f.in_place:
-                self._delete(pod)  # a Pod restart
+            if not together and (not f.in_place or pod.held):
+                self._delete(pod)  # a Pod restart (a pod held at its barrier is made again)
         in_place = self.spec.failure_policy.restart_method is v1beta1.RestartMethod.IN_PLACE and any(
             inplace.restartable(p) for p in self._live() if self._key(p) in gang
         )
@@ -462,6 +468,7 @@ class _Step:
             key = self._key(pod)
             if key is not None and self.in_place[key] and inplace.restartable(pod):
                 self.moves[pod.name] = Move(pod=pod.name, uid=pod.uid, attempt=self.attempts[key])
+                self._old_ends(pod)
             else:
                 self._delete(pod)
 
@@ -495,9 +502,15 @@ class _Step:
             return
         for pod in waiting:
             self.opens.append(Move(pod=pod.name, uid=pod.uid, attempt=pod.attempt))
-            # The kubelet counted the restart in place as a restart of each container: not a failure.
-            if pod.crashes:
-                self._mark(pod, count=pod.crashes)
+            self._old_ends(pod)
+
+    def _old_ends(self, pod: observed.Pod) -> None:
+        """What a pod moving to a new attempt shows of the old one is none of the new one's failures:
+        the kubelet's counts of its restart in place, its agent's word that the old attempt ended."""
+        if pod.crashes:
+            self._mark(pod, count=pod.crashes)
+        if pod.held_signal is not None:
+            self._mark(pod, held_signal=pod.held_signal)
 
     def _made_in_place(self) -> bool:
         """Whether pods made now carry the agent and barrier that restart them in place."""

@@ -36,6 +36,9 @@ class Defaults:
     start_after: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
     # The replica type whose index 0 is read for the job's progress.
     progress_from: str = ""
+    # The replica type whose main process starts every rank and stops them as it ends (MPI's
+    # launcher): restarted in place, it restarts alone (fw_contract.Framework.rank_launcher).
+    rank_launcher: str = ""
 
     @classmethod
     def of(cls, fw: fw_contract.Framework, spec: v1beta1.TrainingJobSpec) -> Defaults:
@@ -45,6 +48,7 @@ class Defaults:
             containers[key] = main["name"] if main is not None else fw.container
         return cls(
             progress_from=fw.progress_type(spec),
+            rank_launcher=next((k for k in spec.replica_specs if matches(k, (fw.rank_launcher or "",))), ""),
             restart_policy=fw.restart_policy,
             restart_scope=fw.restart_scope_of(spec),
             success=fw.success(spec),

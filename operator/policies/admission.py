@@ -81,10 +81,12 @@ def admitted(replicas: Mapping[str, int], seen: workload.Seen | None) -> dict[st
     return out
 
 
-def on_suspend(seen: workload.Seen | None, *, pods_left: bool) -> workload.Act | None:
-    """What a job its user suspends does to its Workload: lets it go once no pod is left (one
-    MultiKueue made stays: the job would not get it back)."""
-    return workload.Act.DELETE if seen is not None and seen.owned and not pods_left else None
+def on_suspend(seen: workload.Seen | None, *, pods_left: bool, prebuilt: bool) -> workload.Act | None:
+    """What a job its user suspends does to its Workload: lets it go once no pod is left. One
+    MultiKueue made (``prebuilt``) stays, adopted or not: the job would not get it back."""
+    if seen is None or not seen.owned or pods_left or prebuilt:
+        return None
+    return workload.Act.DELETE
 
 
 def adopt(seen: workload.Seen | None) -> workload.Act | None:

@@ -57,6 +57,7 @@ class Failure:
     exit_code: int | None = None
     in_place: bool = False  # the kubelet restarted a container; the pod lives on
     hung: bool = False  # its step stopped moving: its containers still run
+    held: bool = False  # its attempt ended and the pod waits at its barrier, restarted in place
 
 
 def new_failures(
@@ -88,6 +89,20 @@ def hang(pod: observed.Pod, counted: datetime.datetime | None, *, grace: int) ->
     return [
         Failure(pod=pod, failure_class=v1beta1.FailureClass.USER_CODE, reason=progress_types.HUNG, hung=True)
     ]
+
+
+def held(pod: observed.Pod, counted: str | None, *, container: str) -> list[Failure]:
+    """The end of ``pod``'s attempt that its agent said and that is not charged yet (``counted``:
+    the signal last charged): its main container ended, its rule had the kubelet restart the pod in
+    place, and the barrier holds it. The kubelet's restart counts cannot tell it: a container that
+    ends before it runs again is counted once for two ends. The word stays in the pod's status
+    after the pod moves on, until its agent's next exit: it is charged once, and only while the
+    pod is at the attempt it speaks of (one said just before a move is the old attempt's)."""
+    if not pod.held or pod.finished or pod.deleting or pod.held_signal == counted:
+        return []
+    if pod.held_attempt is not None and pod.held_attempt != pod.attempt:
+        return []
+    return [attrs.evolve(_restarted(pod, container), held=True)]
 
 
 def image_pull_due(pod: observed.Pod, grace: int | None) -> datetime.datetime | None:
@@ -136,7 +151,8 @@ def _restarted(pod: observed.Pod, container: str) -> Failure:
     return Failure(
         pod=pod,
         failure_class=v1beta1.FailureClass.USER_CODE,
-        reason=_exit_reason(pod, default="ContainerRestarted"),
+        # A pod held at its barrier whose exit the kubelet erased (inplace.restart_codes).
+        reason=_exit_reason(pod, default="RestartedInPlace" if pod.held else "ContainerRestarted"),
         exit_code=exit_code(pod, container),
         in_place=True,
     )

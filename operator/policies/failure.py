@@ -18,13 +18,23 @@ without a rule it restarts, whatever the restart policy, and spends the user-cod
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterable
 
 import attrs
 
 from kubetrain.api import observed, v1beta1
 from kubetrain.operator.policies import classify
 
-__all__ = ["Verdict", "describe", "is_retryable_exit_code", "matches", "record", "scope_text", "verdict"]
+__all__ = [
+    "Verdict",
+    "describe",
+    "is_retryable_exit_code",
+    "matches",
+    "record",
+    "restarted_types",
+    "scope_text",
+    "verdict",
+]
 
 Action = v1beta1.FailureAction
 
@@ -65,6 +75,10 @@ def verdict(
         return Verdict(action=Action.RESTART, scope=scope, reason="InfrastructureFailure")
     if f.hung:
         return Verdict(action=Action.RESTART, scope=scope, reason=f.reason)
+    if f.pod.held and f.exit_code is None:
+        # Its kubelet restarted it in place and its exit code was not seen (the operator was down
+        # then): the kubelet does so only on the codes the job restarts for (inplace.restart_codes).
+        return Verdict(action=Action.RESTART, scope=scope, reason="RestartedInPlace")
     match restart_policy:
         case v1beta1.RestartPolicy.ALWAYS | v1beta1.RestartPolicy.ON_FAILURE:
             return Verdict(action=Action.RESTART, scope=scope, reason="ReplicaFailed")
@@ -74,6 +88,26 @@ def verdict(
             return Verdict(action=Action.RESTART, scope=scope, reason="RetryableExitCode")
         case _:
             return Verdict(action=Action.FAIL_JOB, scope=scope, reason="PermanentExitCode")
+
+
+def restarted_types(
+    key: str,
+    f: classify.Failure,
+    scope: v1beta1.RestartScope,
+    replica_types: Iterable[str],
+    *,
+    queued: bool,
+    alone: bool,
+) -> set[str]:
+    """The replica types that a restart of ``scope`` for ``f``, a failure of a ``key`` pod, moves to
+    a new attempt. A queued job's (Kueue admits the whole job) unless the kubelet restarted the pod
+    itself; for ``Job``, every type, or ``key`` ``alone`` — the type whose main process starts every
+    rank and stops them as it ends (MPI's launcher), when it restarts in place."""
+    if queued and not f.in_place:
+        return set(replica_types)
+    if scope is v1beta1.RestartScope.JOB:
+        return {key} if alone else set(replica_types)
+    return {key} if scope is v1beta1.RestartScope.REPLICA_TYPE else set()
 
 
 def matches(rule: v1beta1.FailureRule, f: classify.Failure, *, replica_type: str, container: str) -> bool:

@@ -57,6 +57,7 @@ class Informer:
         inactivity_timeout: float = 60.0,
         backoff: tuple[float, float] = (0.5, 30.0),
         transform: Callable[[cache.Obj], cache.Obj] = strip_managed_fields,
+        carry: Callable[[cache.Obj | None, cache.Obj], cache.Obj] | None = None,
     ) -> None:
         self.api, self.resource = api, resource
         self.namespace, self.label_selector = namespace, label_selector
@@ -68,6 +69,7 @@ class Informer:
         self._backoff_base, self._backoff_max = backoff
         self._handlers: list[Handler] = []
         self._transform = transform
+        self._carry = carry
         self.relists = 0
         self.events = 0  # watch events and bookmarks received: the informer's progress
 
@@ -127,7 +129,7 @@ class Informer:
                 # List items carry no apiVersion/kind; watch events do. Make them alike.
                 item.setdefault("apiVersion", self.resource.api_version)
                 item.setdefault("kind", kind)
-                items.append(self._transform(item))
+                items.append(self._transformed(item))
             token = page["metadata"].get("continue", "")
             if not token:
                 break
@@ -162,13 +164,20 @@ class Informer:
             self.resource_version = obj["metadata"]["resourceVersion"]
             if kind == "BOOKMARK":
                 continue
-            obj = self._transform(obj)
+            obj = self._transformed(obj)
             if kind == "DELETED":
                 self.store.remove(cache.key_of(obj))
                 self._notify("DELETED", obj, obj)
             else:
                 old = self.store.upsert(obj)
                 self._notify("ADDED" if old is None else "MODIFIED", obj, old)
+
+    def _transformed(self, obj: cache.Obj) -> cache.Obj:
+        """The object as stored: transformed, then given what ``carry`` keeps of the stored one."""
+        obj = self._transform(obj)
+        if self._carry is not None:
+            obj = self._carry(self.store.get(cache.key_of(obj)), obj)
+        return obj
 
     def _notify(self, event: str, obj: cache.Obj, old: cache.Obj | None) -> None:
         for handler in self._handlers:

@@ -74,10 +74,12 @@ class Manager:
         label_selector: str | None = None,
         indexers: Mapping[str, cache.Indexer] | None = None,
         transform: Callable[[cache.Obj], cache.Obj] = informer.strip_managed_fields,
+        carry: Callable[[cache.Obj | None, cache.Obj], cache.Obj] | None = None,
     ) -> informer.Informer:
         """The shared informer for ``resource`` (one per resource and selector).
 
-        ``transform`` is what its cache keeps of each object (the first caller's).
+        ``transform`` is what its cache keeps of each object, ``carry`` what it keeps of the
+        object it replaces (the first caller's).
         """
         key = (resource, label_selector)
         if key not in self._informers:
@@ -88,6 +90,7 @@ class Manager:
                 label_selector=label_selector,
                 indexers=indexers,
                 transform=transform,
+                carry=carry,
             )
         return self._informers[key]
 

@@ -26,10 +26,21 @@ from kubetrain.operator.frameworks import registry
 pytestmark = pytest.mark.usefixtures("running_operator")
 
 
+@pytest.mark.parametrize("policy", ["OnFailure", "ExitCode"])
 def test_a_ddp_job_restarts_in_place_keeps_its_pods_and_resumes_from_its_checkpoint(
-    cluster: devcluster.Cluster, namespace: str, shared_dir: str
+    cluster: devcluster.Cluster, namespace: str, shared_dir: str, policy: str
 ) -> None:
-    job = resumed.ddp_job(shared_dir, failurePolicy__restartMethod="InPlace")
+    """Under ``OnFailure`` the kubelet restarts the failed rank's container by itself; under
+    ``ExitCode`` (``restartPolicy: Never``) the failed rank's main container's rule has its kubelet
+    restart the whole pod in place, and its barrier holds it, its attempt having run there. In both,
+    no pod is made again."""
+    retry = {"name": "retryOne", "action": "Restart", "onExitCodes": {"values": [1]}}  # torchrun's exit
+    job = resumed.ddp_job(
+        shared_dir,
+        restart_policy=policy,
+        failurePolicy__restartMethod="InPlace",
+        failurePolicy__rules=[retry] if policy == "ExitCode" else [],
+    )
     name = jobs.create(cluster, namespace, job)
     first = jobs.running_pods(cluster, namespace, name, 3)
     assert all(p["spec"]["initContainers"][0]["name"] == naming.AGENT for p in first.values())
@@ -39,6 +50,9 @@ def test_a_ddp_job_restarts_in_place_keeps_its_pods_and_resumes_from_its_checkpo
     restarted = [f for f in s["failures"] if f["action"] == "Restart"]
     assert restarted
     assert {f["restart"] for f in restarted} == {"InPlace"}, restarted
+    if policy == "ExitCode":
+        # The code the kubelet erased in the restart, kept by the operator's cache.
+        assert {f.get("exitCode") for f in restarted} == {1}, restarted
     assert not [e for e in jobs.events(cluster, namespace, name) if e["reason"] == "InPlaceRestartFellBack"]
 
     for pod_name, pod in jobs.pods(cluster, namespace, name).items():

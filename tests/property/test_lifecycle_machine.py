@@ -31,7 +31,7 @@ from testkit.world import World
 
 from kubetrain.api import naming, observed, v1beta1, validation
 from kubetrain.operator import conditions, lifecycle
-from kubetrain.operator.frameworks import pytorch, tensorflow
+from kubetrain.operator.frameworks import mpi, pytorch, tensorflow
 from kubetrain.operator.policies import avoid, budget, inplace, pacing, refusal
 from kubetrain.operator.scheduling import backend
 from kubetrain.operator.scheduling import workload as workload_
@@ -83,18 +83,14 @@ REFUSALS = st.sampled_from(
 
 @st.composite
 def jobs(draw: st.DrawFn) -> tuple[v1beta1.TrainingJob, Any]:
-    torch = draw(st.booleans())
-    fw = pytorch.FRAMEWORK if torch else tensorflow.FRAMEWORK
+    fw = draw(st.sampled_from([pytorch.FRAMEWORK, tensorflow.FRAMEWORK, mpi.FRAMEWORK]))
     b = a_job("j").framework(fw.name)
-    types = (
-        [("Master", 1), ("Worker", draw(st.integers(1, 3)))]
-        if torch
-        else [
-            ("Chief", 1),
-            ("Worker", draw(st.integers(0, 2))),
-            ("PS", draw(st.integers(0, 1))),
-        ]
-    )
+    types = {
+        # MPI: the launcher starts every rank; restarted in place, it restarts alone.
+        "mpi": [("Launcher", 1), ("Worker", draw(st.integers(1, 2)))],
+        "pytorch": [("Master", 1), ("Worker", draw(st.integers(1, 3)))],
+        "tensorflow": [("Chief", 1), ("Worker", draw(st.integers(0, 2))), ("PS", draw(st.integers(0, 1)))],
+    }[fw.name]
     for t, n in types:
         b.replicas(t, n, restart_policy=draw(st.none() | POLICIES))
     failure_policy = v1beta1.FailurePolicy(

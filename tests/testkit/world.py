@@ -22,7 +22,7 @@ import itertools
 import attrs
 
 from kubetrain.api import indexes, naming, observed, v1beta1, validation
-from kubetrain.operator import lifecycle
+from kubetrain.operator import lifecycle, render
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.policies import inplace, progress
 from kubetrain.operator.scheduling import backend
@@ -86,6 +86,7 @@ class World:
         # The first rank's progress line, read at the next reconcile (spec.progress).
         self.reading: progress.Reading | None = None
         self._uids = itertools.count(1)
+        self._uids_signal = itertools.count(1)  # the agents' exits that say "held"
         self._placement = itertools.cycle(self.nodes)
 
     # --- the operator ----------------------------------------------------------------------
@@ -215,6 +216,9 @@ class World:
             in_queue=self.queued,
             avoiding=frozenset(decision.keep_off),
             opened=(inplace.CLOSED if decision.closed else attempt) if decision.in_place else None,
+            restart_policy=render.pod_restart_policy(
+                self.job.spec.replica_specs[key].restart_policy or self.fw.restart_policy
+            ),
         )
         (self.unseen if self.lagging else self.pods)[name] = pod
         if key.lower() in decision.assigned:
@@ -318,13 +322,20 @@ class World:
                 restarted_in_place=True,
                 started_at=None,
                 hung_at=None,  # the agent's last end is now its exit for the restart
+                held_signal=None,
             )
             self.started.pop(pod.uid, None)
-        if not pod.running and pod.opened == pod.attempt:
-            # The kubelet counts the start after a restart in place once more.
+        if not pod.running and pod.opened == pod.attempt and self.started.get(pod.uid) != pod.attempt:
+            # The kubelet counts the start after a restart in place once more. The barrier lets an
+            # attempt start once in a pod (started: its memory).
             restarts = pod.restarts + pod.restarted_in_place
             pod = attrs.evolve(
-                pod, phase="Running", running=True, ready=True, restarts=restarts, started_at=self._started()
+                pod,
+                phase="Running",
+                running=True,
+                ready=True,
+                restarts=restarts,
+                started_at=self._started(),
             )
             self.started[pod.uid] = pod.attempt
         self.pods[pod.name] = pod
@@ -369,6 +380,23 @@ class World:
                 restarted_in_place=False,
                 started_at=self._started(),
             )
+        elif self._restarts_all(pod, code, container):
+            # Its rule restarts the pod in place and the barrier holds it: the attempt ran here.
+            # The exit code the kubelet erases is kept (the operator's cache carries it).
+            self.pods[name] = attrs.evolve(
+                pod,
+                phase="Pending",
+                ready=False,
+                running=False,
+                restarts=pod.restarts + 1,
+                exit_codes={container: code},
+                reasons=(why,),
+                restarted_in_place=False,
+                started_at=None,
+                # The agent's word stays in the pod's status until its next exit.
+                held_signal=f"agent-{next(self._uids_signal)}",
+                held_attempt=self.started.get(pod.uid, pod.attempt),  # the attempt that ran there
+            )
         else:
             self.pods[name] = attrs.evolve(
                 pod,
@@ -408,6 +436,22 @@ class World:
         policy = self.job.spec.replica_specs[self._key(pod)].restart_policy or self.fw.restart_policy
         return policy is v1beta1.RestartPolicy.ALWAYS or (
             policy is v1beta1.RestartPolicy.ON_FAILURE and code != 0
+        )
+
+    def _restarts_all(self, pod: observed.Pod, code: int, container: str) -> bool:
+        """Whether the main container's rule has the kubelet restart the pod in place on ``code``
+        (a pod made to restart in place under ``Never``, on a kubelet that can)."""
+        key = self._key(pod)
+        policy = self.job.spec.replica_specs[key].restart_policy or self.fw.restart_policy
+        if not inplace.says_its_ends(pod) or not self.restarting:
+            return False
+        fp = self.job.spec.failure_policy
+        return code in inplace.restart_codes(
+            fp.rules,
+            replica_type=key,
+            restart_policy=policy,
+            scope=fp.restart_scope or self.fw.restart_scope_of(self.job.spec),
+            container=container,
         )
 
     def hold(self, names: list[str], reason: str) -> None:

@@ -6,6 +6,8 @@ its barrier until it is opened), then the pod as rendered, and what the caches k
 
 from __future__ import annotations
 
+import pathlib
+import subprocess
 from typing import Any
 
 import attrs
@@ -14,8 +16,8 @@ from testkit.builders import a_ddp_job, a_job
 from testkit.world import World
 
 from kubetrain.api import naming, observed, v1beta1
-from kubetrain.operator import projection, render
-from kubetrain.operator.frameworks import pytorch
+from kubetrain.operator import agent, projection, render
+from kubetrain.operator.frameworks import mpi, pytorch
 from kubetrain.operator.policies import inplace
 
 S = v1beta1.JobState
@@ -39,25 +41,25 @@ def uids(w: World) -> dict[str, str]:
     return {name: p.uid for name, p in w.pods.items()}
 
 
-def test_a_job_restart_moves_the_running_pods_and_makes_only_the_failed_one_again() -> None:
+def test_a_job_restart_restarts_every_pod_in_place_the_failed_one_too() -> None:
     w = torch()
     w.settle()
     before = uids(w)
     w.exit(naming.replica_name("pt", "Worker", 1), 137)
+    assert w.pod("Worker", 1).held, "its rule restarted it in place; its barrier holds it"
     w.tick(1)
     w.settle()
     assert w.state is S.RUNNING
-    after = uids(w)
-    # The two that ran stayed (same UIDs, restarted once each); the failed one was made again.
-    assert after["pt-master-0"] == before["pt-master-0"]
-    assert after["pt-worker-0"] == before["pt-worker-0"]
-    assert after["pt-worker-1"] != before["pt-worker-1"]
+    # Every pod stayed (same UIDs), the failed one too: none was made again.
+    assert uids(w) == before
     assert {p.attempt for p in w.pods.values()} == {1}
+    assert all(p.running for p in w.pods.values())
     assert w.pod("Master", 0).restarts >= 1, "restarted by its kubelet"
     # Charged once, exactly as a recreate is, and said how it was carried out.
     assert w.status.restarts.user_code == 1
     [record] = w.status.failures
     assert record.restart is M.IN_PLACE
+    assert record.exit_code == 137
     # The kubelet's restarts of the moved pods are not failures.
     w.tick(1)
     w.settle()
@@ -151,11 +153,15 @@ def test_pods_are_made_restartable_in_place_only_where_a_node_can() -> None:
     assert w2.reconcile().in_place
 
 
-def rendered(closed: bool = False, env: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def rendered(
+    closed: bool = False,
+    env: list[dict[str, Any]] | None = None,
+    policy: v1beta1.RestartPolicy = v1beta1.RestartPolicy.EXIT_CODE,
+) -> dict[str, Any]:
     job = (
         a_job("pt")
         .framework("pytorch")
-        .replicas("Master", 1)
+        .replicas("Master", 1, restart_policy=policy)
         .with_spec(failure_policy=v1beta1.FailurePolicy(restart_method=M.IN_PLACE))
         .build()
     )
@@ -239,3 +245,313 @@ def test_peers_that_crash_with_the_failed_rank_are_the_old_attempts_and_one_rest
     assert w.state is S.RUNNING
     assert w.status.restarts.user_code == 1
     assert len(w.status.failures) == 1
+
+
+# --- MPI: the launcher starts every rank, and restarts alone ------------------------------------
+
+
+def mpi_job(method: M | None) -> World:
+    job = (
+        a_job("mpi")
+        .framework("mpi")
+        .replicas("Launcher", 1)
+        .replicas("Worker", 2)
+        .with_spec(failure_policy=v1beta1.FailurePolicy(restart_method=method))
+        .build()
+    )
+    return World(job, mpi.FRAMEWORK, nodes=3)
+
+
+def test_a_failed_launcher_restarts_alone_in_place_and_the_workers_sshd_keeps_running() -> None:
+    w = mpi_job(M.IN_PLACE)
+    w.settle()
+    before = uids(w)
+    workers = {n: p.restarts for n, p in w.pods.items() if p.replica_type == "worker"}
+    w.exit("mpi-launcher-0", 137)  # a rank died: mpirun stopped the others and ended
+    w.tick(1)
+    w.settle()
+    assert w.state is S.RUNNING
+    assert uids(w) == before, "no pod made again"
+    launcher = w.pod("Launcher", 0)
+    assert (launcher.attempt, launcher.running) == (1, True)
+    assert {n: p.restarts for n, p in w.pods.items() if p.replica_type == "worker"} == workers
+    assert {w.pod("Worker", i).attempt for i in range(2)} == {0}
+    assert w.status.replica_statuses["Launcher"].attempt == 1
+    assert w.status.replica_statuses["Worker"].attempt == 0
+    [record] = w.status.failures
+    assert (record.restart, record.exit_code, w.status.restarts.user_code) == (M.IN_PLACE, 137, 1)
+
+
+def test_a_failed_worker_or_a_recreate_restarts_the_whole_mpi_job() -> None:
+    w = mpi_job(M.IN_PLACE)
+    w.settle()
+    w.evict("mpi-worker-1")  # sshd's pod lost: the world needs a new host
+    w.tick(1)
+    w.settle()
+    assert w.state is S.RUNNING
+    assert {p.attempt for p in w.pods.values()} == {1}
+    w = mpi_job(None)
+    w.settle()
+    before = uids(w)
+    w.exit("mpi-launcher-0", 137)
+    w.tick(1)
+    w.settle()
+    assert w.state is S.RUNNING
+    assert not set(uids(w).values()) & set(before.values()), "Recreate makes every pod again"
+
+
+def test_a_held_pod_whose_exit_code_was_not_seen_is_still_charged_once() -> None:
+    """The operator was down while the kubelet showed the exit: after the restart in place every
+    container's last end is the restart's (137, RestartingAllContainers), and the agent says the
+    pod is held. The failure is charged once, as a restart: only codes the job restarts for have
+    the kubelet restart a pod in place."""
+    w = torch()
+    w.settle()
+    name = naming.replica_name("pt", "Worker", 1)
+    pod = w.pods[name]
+    w.pods[name] = attrs.evolve(
+        pod,
+        phase="Pending",
+        running=False,
+        ready=False,
+        restarts=pod.restarts + 1,
+        restarted_in_place=True,
+        exit_codes={},
+        reasons=(),
+        held_signal="containerd://2",
+    )
+    w.reconcile()
+    [record] = w.status.failures
+    assert (record.reason, record.exit_code, record.restart) == ("RestartedInPlace", None, M.IN_PLACE)
+    assert w.status.restarts.user_code == 1
+    w.reconcile()  # seen again before the move shows: charged once
+    assert w.status.restarts.user_code == 1
+
+
+def test_an_attempt_that_ends_before_its_container_runs_again_is_still_charged() -> None:
+    """The kubelet's restart counts miss an end (a container removed before it ran again is
+    counted once for two ends): the agent's word, once per attempt, is what is charged."""
+    w = torch()
+    w.settle()
+    name = naming.replica_name("pt", "Worker", 1)
+    for attempt in (1, 2):
+        w.exit(name, 137)
+        w.tick(1)
+        w.settle()
+        assert w.pod("Worker", 1).attempt == attempt
+    assert w.status.restarts.user_code == 2
+    pod = w.pods[name]
+    # Attempt 2 ends too, but its restart count does not grow.
+    w.pods[name] = attrs.evolve(
+        pod, phase="Pending", running=False, held_signal="containerd://99", held_attempt=2
+    )
+    w.tick(1)
+    w.settle()
+    assert w.status.restarts.user_code == 3
+    assert w.pod("Worker", 1).attempt == 3
+    assert w.pod("Worker", 1).running
+
+
+def test_the_failed_pods_rule_names_the_codes_the_job_restarts_for() -> None:
+    pod = rendered()  # ExitCode, scope Job: signals restart, 1-127 fail the job
+    main = pod["spec"]["containers"][0]
+    assert (
+        "restartPolicyRules" not in rendered(policy=v1beta1.RestartPolicy.ON_FAILURE)["spec"]["containers"][0]
+    )
+    assert main["restartPolicy"] == "Never"
+    [rule] = main["restartPolicyRules"]
+    assert rule["action"] == "RestartAllContainers"
+    assert rule["exitCodes"] == {"operator": "In", "values": list(range(128, 256))}
+    assert {v["name"] for v in pod["spec"]["volumes"]} >= {agent.VOLUME, agent.STATE_VOLUME}
+    rule = v1beta1.FailureRule(
+        name="retryOne",
+        action=v1beta1.FailureAction.RESTART,
+        on_exit_codes=v1beta1.ExitCodeMatch(operator=v1beta1.ExitCodeOperator.IN, values=(1,)),
+    )
+    pod_scoped = attrs.evolve(rule, name="podThree", restart_scope=v1beta1.RestartScope.POD)
+    codes = inplace.restart_codes(
+        (rule, attrs.evolve(pod_scoped, on_exit_codes=attrs.evolve(rule.on_exit_codes, values=(3,)))),
+        replica_type="Worker",
+        restart_policy=v1beta1.RestartPolicy.EXIT_CODE,
+        scope=v1beta1.RestartScope.JOB,
+        container="pytorch",
+    )
+    assert codes[0] == 1
+    assert 2 not in codes, "a permanent code fails the job: its pod ends and keeps its logs"
+    assert 3 not in codes, "a Pod restart makes the pod again"
+
+
+@pytest.mark.parametrize("through", [lambda p: p, projection.pod], ids=["as is", "projected"])
+def test_a_held_pod_is_read_from_its_agents_end_and_a_restarts_137_is_no_exit_code(through: Any) -> None:
+    pod = rendered()
+    pod["metadata"].update(uid="u1")
+    pod["spec"]["nodeName"] = "n1"
+    restarted = {"terminated": {"exitCode": 137, "reason": observed.RESTARTED_IN_PLACE}}
+    pod["status"] = {
+        "phase": "Pending",
+        "initContainerStatuses": [
+            {
+                "name": naming.AGENT,
+                "restartCount": 2,
+                "state": {"running": {}},
+                "lastState": {
+                    "terminated": {
+                        "exitCode": naming.HELD_EXIT_CODE,
+                        "message": "0\n",
+                        "containerID": "c://1",
+                    }
+                },
+            },
+            {"name": naming.BARRIER, "restartCount": 1, "state": {"running": {}}, "lastState": restarted},
+        ],
+        "containerStatuses": [
+            {
+                "name": "pytorch",
+                "restartCount": 1,
+                "state": {"waiting": {"reason": "PodInitializing"}},
+                "lastState": restarted,
+            }
+        ],
+    }
+    seen = observed.Pod.of(through(pod))
+    assert seen.held
+    assert (seen.held_signal, seen.held_attempt) == ("c://1", 0)
+    assert seen.restarted_in_place
+    assert seen.exit_codes == {}
+    assert seen.reasons == ()
+    assert inplace.restartable(seen)
+
+
+def test_the_cache_keeps_the_end_a_restart_in_place_erases() -> None:
+    def status(count: int, state: dict[str, Any], last: dict[str, Any] | None = None) -> dict[str, Any]:
+        c: dict[str, Any] = {"name": "main", "restartCount": count, "state": state}
+        if last is not None:
+            c["lastState"] = {"terminated": last}
+        return {"metadata": {"name": "p"}, "status": {"containerStatuses": [c]}}
+
+    failed = {"exitCode": 3, "reason": "Error"}
+    restart = {"exitCode": 137, "reason": observed.RESTARTED_IN_PLACE}
+    ended = status(0, {"terminated": failed})
+    held = projection.carry_pod(ended, status(1, {"waiting": {"reason": "PodInitializing"}}, restart))
+    assert held["status"]["containerStatuses"][0]["lastState"] == {"terminated": failed}
+    running = projection.carry_pod(held, status(1, {"running": {}}, restart))
+    assert observed.Pod.of({**running, "metadata": {"name": "p"}}).exit_codes == {"main": 3}
+    # A restart for a move (the container ran): nothing to keep.
+    moved = status(2, {"waiting": {"reason": "PodInitializing"}}, restart)
+    assert projection.carry_pod(status(1, {"running": {}}, failed), moved) is moved
+    assert projection.carry_pod(None, moved) is moved
+
+
+# --- the agent and the barrier, run by a shell --------------------------------------------------
+
+
+class Pod:
+    """A pod's three volumes as directories, and its agent's and barrier's scripts pointed at them."""
+
+    def __init__(self, root: pathlib.Path) -> None:
+        self.attempt, self.state = root / "attempt", root / "state"
+        self.attempt.mkdir()
+        self.state.mkdir()
+        self.label(0)
+        self.open(0)
+
+    def label(self, attempt: int) -> None:
+        (self.attempt / "attempt").write_text(f"{attempt}\n")
+
+    def open(self, attempt: int) -> None:
+        (self.attempt / "opened").write_text(f"{attempt}\n")
+
+    def start(self, name: str) -> subprocess.Popen[str]:
+        script = agent._agent_script(True, None) if name == "agent" else agent._BARRIER
+        script = script.replace(agent.MOUNT, str(self.attempt)).replace(agent.STATE, str(self.state))
+        return subprocess.Popen(["sh", "-c", script], stdout=subprocess.PIPE, text=True)
+
+
+def ends(p: subprocess.Popen[str], within: float = 3.0) -> int | None:
+    try:
+        return p.wait(timeout=within)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def test_a_failed_pod_is_held_and_said_held_once_then_moved_and_opened(tmp_path: pathlib.Path) -> None:
+    pod = Pod(tmp_path)
+    assert ends(pod.start("barrier")) == 0, "attempt 0 is open: it starts"
+    agent_ = pod.start("agent")
+    assert ends(agent_, 0.6) is None, "attempt 0 runs: nothing to do"
+    agent_.kill()
+    # The main container failed; its rule restarted every container: the barrier holds the pod.
+    barrier, agent_ = pod.start("barrier"), pod.start("agent")
+    assert ends(barrier, 0.8) is None, "attempt 0 has run here"
+    assert ends(agent_) == naming.HELD_EXIT_CODE, "the agent says so, once"
+    agent_ = pod.start("agent")  # the kubelet starts it again
+    pod.label(1)  # the operator moves the pod: nothing of attempt 0 runs, so no restart for it
+    assert ends(agent_, 0.8) is None
+    assert ends(barrier, 0.6) is None, "attempt 1 is not open yet"
+    pod.open(1)
+    assert ends(barrier) == 0
+    pod.label(2)  # attempt 1 runs now: a move restarts the pod
+    assert ends(agent_) == naming.AGENT_EXIT_CODE
+
+
+def test_a_new_pod_made_closed_waits_and_its_agent_does_not_restart_it(tmp_path: pathlib.Path) -> None:
+    pod = Pod(tmp_path)
+    pod.open(-1)
+    pod.label(3)
+    barrier, agent_ = pod.start("barrier"), pod.start("agent")
+    assert ends(agent_, 0.8) is None
+    assert ends(barrier, 0.2) is None
+    pod.open(3)
+    assert ends(barrier) == 0
+    assert (pod.state / "state").read_text().strip() == "running 3"
+    agent_.kill()
+
+
+def test_the_agents_word_is_charged_once_though_it_stays_until_the_pod_runs_again() -> None:
+    """Moved and opened, a held pod still shows its agent's last word until its kubelet starts
+    its containers again (and after): it is not a new end."""
+    w = torch()
+    w.settle()
+    name = naming.replica_name("pt", "Worker", 1)
+    w.exit(name, 137)
+    for _ in range(4):  # charged and moved, opened, then looked at again before any kubelet acts
+        w.reconcile()
+    assert w.pod("Worker", 1).held
+    assert w.pod("Worker", 1).attempt == 1
+    assert w.status.restarts.user_code == 1
+    w.settle()
+    assert w.pod("Worker", 1).running
+    assert w.status.restarts.user_code == 1
+
+
+def test_an_agent_started_with_its_pod_does_not_restart_it_for_the_run_before(tmp_path: pathlib.Path) -> None:
+    """Restarted with the whole pod, the agent starts before the barrier does, and finds the state
+    of the run before ("running 0"): moved meanwhile, the pod runs nothing of attempt 0 any more."""
+    pod = Pod(tmp_path)
+    assert ends(pod.start("barrier")) == 0
+    agent_ = pod.start("agent")  # the kubelet restarted every container; the barrier is not up yet
+    pod.label(1)
+    assert ends(agent_, 0.8) is None, "no second restart for a move"
+    barrier = pod.start("barrier")
+    pod.open(1)
+    assert ends(barrier) == 0
+    pod.label(2)
+    assert ends(agent_) == naming.AGENT_EXIT_CODE, "attempt 1 runs: a move restarts the pod"
+
+
+def test_peers_held_after_the_first_rank_was_charged_are_the_old_attempts() -> None:
+    """Under ExitCode every rank of a DDP world ends when one does, and each pod's agent says so a
+    moment apart: the first word restarts the job; the others, which the step then moves, are the
+    old attempt's ends."""
+    w = torch()
+    w.settle()
+    w.exit("pt-worker-1", 137)
+    w.reconcile()  # charged: every pod moves to attempt 1
+    assert w.status.restarts.user_code == 1
+    w.exit("pt-master-0", 137)  # the peers' ends, said after the move
+    w.exit("pt-worker-0", 137)
+    w.tick(1)
+    w.settle()
+    assert w.state is S.RUNNING
+    assert w.status.restarts.user_code == 1
+    assert {p.attempt for p in w.pods.values()} == {1}

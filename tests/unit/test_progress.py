@@ -213,7 +213,11 @@ def test_in_place_and_progress_share_one_agent() -> None:
     script = agent_["command"][-1]
     assert f"exit {naming.AGENT_EXIT_CODE}" in script
     assert f"exit {naming.HUNG_EXIT_CODE}" in script
-    assert {m["name"] for m in agent_["volumeMounts"]} == {agent.VOLUME, naming.PROGRESS_VOLUME}
+    assert {m["name"] for m in agent_["volumeMounts"]} == {
+        agent.VOLUME,
+        agent.STATE_VOLUME,
+        naming.PROGRESS_VOLUME,
+    }
 
 
 def agent_status(
@@ -254,15 +258,18 @@ def test_a_hang_is_read_from_the_agents_end_and_the_start_from_the_main_containe
 # --- the agent itself -------------------------------------------------------------------------
 
 
-def test_the_agent_prints_progress_then_says_hung_and_leaves_its_attempt(tmp_path: pathlib.Path) -> None:
-    """Its script, run by a shell with its two volumes as directories and a 2 s deadline."""
-    attempt, data = tmp_path / "attempt", tmp_path / "progress"
-    attempt.mkdir()
-    data.mkdir()
+def test_the_agent_prints_progress_then_says_hung(tmp_path: pathlib.Path) -> None:
+    """Its script, run by a shell with its three volumes as directories and a 2 s deadline, in a
+    pod that runs attempt 3 (its barrier's memory says so: the agent never restarts it for that)."""
+    attempt, data, state = tmp_path / "attempt", tmp_path / "progress", tmp_path / "state"
+    for d in (attempt, data, state):
+        d.mkdir()
     (attempt / "attempt").write_text("3\n")
+    (state / "state").write_text("running 3\n")
     script = (
         agent._agent_script(True, v1beta1.ProgressSpec(deadline_seconds=10, startup_grace_seconds=0))
         .replace(agent.MOUNT, str(attempt))
+        .replace(agent.STATE, str(state))
         .replace(naming.PROGRESS_DIR, str(data))
         .replace("-ge 10", "-ge 2")
     )
@@ -279,7 +286,6 @@ def test_the_agent_prints_progress_then_says_hung_and_leaves_its_attempt(tmp_pat
     assert "progress step=1 total=9 loss=0.5" in out
     assert "step=99" not in out
     assert "hung" in out.splitlines()[-1]
-    assert (data / ".hung-attempt").read_text().strip() == "3"
 
 
 # --- hangs on the simulated cluster ----------------------------------------------------------
