@@ -289,7 +289,7 @@ def _terminated(t: Mapping[str, Any], timed: bool) -> Obj:
     out: Obj = {"exitCode": t.get("exitCode", 0)}
     if t.get("reason"):
         out["reason"] = _text(t["reason"])
-    if timed and out["exitCode"] == naming.HUNG_EXIT_CODE:
+    if timed and out["exitCode"] in (naming.HUNG_EXIT_CODE, naming.HELD_EXIT_CODE):
         for key in ("startedAt", "finishedAt"):
             _copy(out, t, key)
     if timed and out["exitCode"] == naming.HELD_EXIT_CODE:

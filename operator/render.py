@@ -42,6 +42,7 @@ __all__ = [
     "RESTART_ATTEMPT_ENV",
     "RESTART_ENV",
     "SECRET_MODE",
+    "kubelet_restart_codes",
     "moved",
     "owner_reference",
     "pod_restart_policy",
@@ -345,7 +346,7 @@ def _pod(
             container,
             in_place=True,
             progress=progress,
-            restart_codes=_restart_codes(world, fw, r, spec, container["name"]),
+            restart_codes=kubelet_restart_codes(world.job.spec, fw, r.type, container["name"]),
         )
         _add_env(container, fw.env(world, r))
     else:
@@ -387,19 +388,21 @@ def _pod(
     }
 
 
-def _restart_codes(
-    world: fw_contract.World, fw: fw_contract.Framework, r: fw_contract.Replica, spec: Object, main: str
+def kubelet_restart_codes(
+    spec: v1beta1.TrainingJobSpec, fw: fw_contract.Framework, key: str, main: str
 ) -> tuple[int, ...]:
-    """The exit codes on which the kubelet restarts a pod made to restart in place, though its
-    policy is ``Never``: those on which the job restarts anyway (:func:`.policies.inplace.restart_codes`)."""
-    if spec["restartPolicy"] != "Never":
-        return ()  # its kubelet restarts the main container by itself, or the operator never does
-    policy = world.job.spec.failure_policy
+    """The exit codes of its main container ``main`` on which the kubelet restarts in place a
+    ``key`` pod made to restart in place, though its policy is ``Never``: those on which the job
+    restarts anyway (:func:`.policies.inplace.restart_codes`)."""
+    policy = spec.replica_specs[key].restart_policy or fw.restart_policy
+    if pod_restart_policy(policy) != "Never":
+        return ()  # its kubelet restarts the main container by itself
+    fp = spec.failure_policy
     return inplace.restart_codes(
-        policy.rules,
-        replica_type=r.type,
-        restart_policy=r.spec.restart_policy or fw.restart_policy,
-        scope=policy.restart_scope or fw.restart_scope_of(world.job.spec),
+        fp.rules,
+        replica_type=key,
+        restart_policy=policy,
+        scope=fp.restart_scope or fw.restart_scope_of(spec),
         container=main,
     )
 

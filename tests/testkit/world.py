@@ -441,18 +441,9 @@ class World:
     def _restarts_all(self, pod: observed.Pod, code: int, container: str) -> bool:
         """Whether the main container's rule has the kubelet restart the pod in place on ``code``
         (a pod made to restart in place under ``Never``, on a kubelet that can)."""
-        key = self._key(pod)
-        policy = self.job.spec.replica_specs[key].restart_policy or self.fw.restart_policy
         if not inplace.says_its_ends(pod) or not self.restarting:
             return False
-        fp = self.job.spec.failure_policy
-        return code in inplace.restart_codes(
-            fp.rules,
-            replica_type=key,
-            restart_policy=policy,
-            scope=fp.restart_scope or self.fw.restart_scope_of(self.job.spec),
-            container=container,
-        )
+        return code in render.kubelet_restart_codes(self.job.spec, self.fw, self._key(pod), container)
 
     def hold(self, names: list[str], reason: str) -> None:
         """The scheduler cannot place these Pending pods (``Unschedulable``), or a queue gates them."""

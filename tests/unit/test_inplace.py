@@ -419,6 +419,11 @@ def test_a_held_pod_is_read_from_its_agents_end_and_a_restarts_137_is_no_exit_co
     assert seen.restarted_in_place
     assert seen.exit_codes == {}
     assert seen.reasons == ()
+    # Without the exit's container ID, when it ended tells one word from the next: the cache keeps it.
+    end = pod["status"]["initContainerStatuses"][0]["lastState"]["terminated"]
+    del end["containerID"]
+    end["finishedAt"] = "2026-11-29T11:31:18Z"
+    assert observed.Pod.of(through(pod)).held_signal == "2026-11-29T11:31:18Z"
     assert inplace.restartable(seen)
 
 
