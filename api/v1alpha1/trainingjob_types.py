@@ -19,6 +19,8 @@ import attrs
 from kubetrain.api import meta, schema, validation
 from kubetrain.api.v1alpha1 import groupversion_info
 from kubetrain.api.v1beta1 import framework_types, tensorboard_types
+from kubetrain.api.v1beta1 import replica_types as hub_replica
+from kubetrain.api.v1beta1 import status_types as hub_status
 from kubetrain.api.v1beta1 import trainingjob_types as hub_types
 
 REPLICA_TYPE = r"^[A-Z][A-Z0-9]*$"
@@ -51,8 +53,8 @@ class ReplicaSpec:
     port: Annotated[int | None, schema.Field(minimum=1, maximum=65535)] = None
     template: Annotated[
         schema.JSONObject,
-        schema.Field(doc="The pod template of every replica.", extra_schema=hub_types.POD_TEMPLATE_SCHEMA),
-    ] = attrs.field(validator=hub_types.check_template)
+        schema.Field(doc="The pod template of every replica.", extra_schema=hub_replica.POD_TEMPLATE_SCHEMA),
+    ] = attrs.field(validator=hub_replica.check_template)
 
 
 @attrs.frozen(kw_only=True, field_transformer=schema.validated)
@@ -97,7 +99,7 @@ class TrainingJobSpec:
     runtime_id: Annotated[str | None, schema.Field(pattern=r"^[a-z0-9]{1,16}$")] = None
     replica_specs: Annotated[
         tuple[ReplicaSpec, ...],
-        schema.Field(min_items=1, max_items=hub_types.MAX_REPLICA_TYPES, list_map_keys=("replicaType",)),
+        schema.Field(min_items=1, max_items=hub_replica.MAX_REPLICA_TYPES, list_map_keys=("replicaType",)),
     ] = attrs.field(converter=_sorted_by_type)
     termination_policy: TerminationPolicy | None = None
     cleanup_pod_policy: hub_types.CleanPodPolicy | None = None
@@ -159,13 +161,13 @@ class ReplicaStatus:
 class TrainingJobStatus:
     """The observed state; a read-only view of what the operator records in v1beta1."""
 
-    state: hub_types.JobState | None = None
+    state: hub_status.JobState | None = None
     conditions: Annotated[
         tuple[meta.Condition, ...], schema.Field(max_items=16, list_map_keys=("type",))
     ] = ()
     replica_statuses: Annotated[
         tuple[ReplicaStatus, ...],
-        schema.Field(max_items=hub_types.MAX_REPLICA_TYPES, list_map_keys=("replicaType",)),
+        schema.Field(max_items=hub_replica.MAX_REPLICA_TYPES, list_map_keys=("replicaType",)),
     ] = attrs.field(default=(), converter=_sorted_by_type)
     start_time: datetime.datetime | None = attrs.field(default=None, converter=meta.utc_or_none)
     completion_time: datetime.datetime | None = attrs.field(default=None, converter=meta.utc_or_none)

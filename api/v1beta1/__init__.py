@@ -34,27 +34,28 @@ from kubetrain.api.v1beta1.policy_types import (
     SuccessTarget,
 )
 from kubetrain.api.v1beta1.progress_types import ProgressSpec, ProgressStatus
-from kubetrain.api.v1beta1.tensorboard_types import TensorBoardSpec, TensorBoardStatus
-from kubetrain.api.v1beta1.trainingjob_types import (
+from kubetrain.api.v1beta1.replica_types import ReplicaSpec, RestartPolicy
+from kubetrain.api.v1beta1.status_types import (
     AvoidedNode,
-    CleanPodPolicy,
     ConditionType,
     CountedFailures,
     FailureRecord,
-    HostNames,
     JobState,
-    NetworkSpec,
     Refusal,
-    ReplicaSpec,
     ReplicaStatus,
     RestartCounts,
-    RestartPolicy,
+    TrainingJobStatus,
+    state_of,
+)
+from kubetrain.api.v1beta1.tensorboard_types import TensorBoardSpec, TensorBoardStatus
+from kubetrain.api.v1beta1.trainingjob_types import (
+    CleanPodPolicy,
+    HostNames,
+    NetworkSpec,
     RunPolicy,
     SchedulingPolicy,
     TrainingJob,
     TrainingJobSpec,
-    TrainingJobStatus,
-    state_of,
 )
 
 __all__ = [

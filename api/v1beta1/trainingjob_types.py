@@ -1,4 +1,5 @@
-"""The v1beta1 TrainingJob: spec, status and the rules that hold between them.
+"""The v1beta1 TrainingJob: its spec and the rules that hold within it (its replicas are in
+:mod:`.replica_types`, its status in :mod:`.status_types`).
 
 Names: every replica becomes a pod called ``{job}-{lower(type)}-{index}``, with a headless
 Service of the same name (``network.hostNames: PerReplica``, Kubeflow v1's names) or one
@@ -8,7 +9,6 @@ one job, type and index), differ in more than letter case, and, together with th
 name, keep every generated name a DNS-1035 label of at most 63 characters.
 """
 
-import datetime
 import enum
 import re
 from collections.abc import Iterator, Mapping
@@ -16,87 +16,25 @@ from typing import Annotated, Any, ClassVar
 
 import attrs
 
-from kubetrain.api import indexes, meta, naming, podtemplate, schema, validation
+from kubetrain.api import meta, naming, schema, validation
 from kubetrain.api.v1beta1 import (
     framework_types,
     groupversion_info,
     policy_types,
     progress_types,
+    replica_types,
+    status_types,
     tensorboard_types,
 )
 
 DNS1035_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
-REPLICA_TYPE = r"^[A-Za-z][A-Za-z0-9]*$"
 MAX_NAME_LENGTH = 63
-MAX_REPLICA_TYPES = 16
-MAX_FAILURE_HISTORY = 64
-# The nodes a job's replacements keep off, newest last; the oldest is let go first.
-MAX_AVOIDED_NODES = 16
-
-
-class RestartPolicy(enum.StrEnum):
-    ALWAYS = "Always"
-    ON_FAILURE = "OnFailure"
-    NEVER = "Never"
-    EXIT_CODE = "ExitCode"
 
 
 class CleanPodPolicy(enum.StrEnum):
     ALL = "All"
     RUNNING = "Running"
     NONE = "None"
-
-
-POD_TEMPLATE_SCHEMA = {
-    "x-kubernetes-preserve-unknown-fields": True,
-    "required": ["spec"],
-    "properties": {
-        "spec": {
-            "type": "object",
-            "x-kubernetes-preserve-unknown-fields": True,
-            "required": ["containers"],
-            "properties": {
-                "containers": {
-                    "type": "array",
-                    "minItems": 1,
-                    "items": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                        "required": ["name"],
-                        "properties": {"name": {"type": "string"}},
-                    },
-                }
-            },
-        }
-    },
-}
-
-
-def check_template(_instance: Any, _attribute: Any, template: Mapping[str, Any]) -> None:
-    found = podtemplate.errors(template)
-    if found:
-        raise validation.ValidationError(found)
-
-
-@attrs.frozen(kw_only=True, field_transformer=schema.validated)
-class ReplicaSpec:
-    """A set of identical replicas: how many, how they restart, and their pod template."""
-
-    replicas: Annotated[int, schema.Field(minimum=0, maximum=10000, doc="Number of replicas.")] = 1
-    restart_policy: Annotated[
-        RestartPolicy | None,
-        schema.Field(doc="Always, OnFailure, Never or ExitCode; defaults to the framework's."),
-    ] = None
-    port: Annotated[
-        int | None,
-        schema.Field(minimum=1, maximum=65535, doc="The framework's port; defaults to the framework's."),
-    ] = None
-    template: Annotated[
-        schema.JSONObject,
-        schema.Field(
-            doc="The pod template (PodTemplateSpec) of every replica.", extra_schema=POD_TEMPLATE_SCHEMA
-        ),
-    ] = attrs.field(validator=check_template)
 
 
 @attrs.frozen(kw_only=True, field_transformer=schema.validated)
@@ -251,11 +189,11 @@ class TrainingJobSpec:
         ),
     ] = None
     replica_specs: Annotated[
-        dict[str, ReplicaSpec],
+        dict[str, replica_types.ReplicaSpec],
         schema.Field(
             min_properties=1,
-            max_properties=MAX_REPLICA_TYPES,
-            keys=schema.Field(pattern=REPLICA_TYPE),
+            max_properties=replica_types.MAX_REPLICA_TYPES,
+            keys=schema.Field(pattern=replica_types.REPLICA_TYPE),
             doc="Replica type (e.g. Master, Worker, PS) to its replicas.",
         ),
     ]
@@ -399,204 +337,6 @@ class TrainingJobSpec:
             )
 
 
-class JobState(enum.StrEnum):
-    PENDING = "Pending"
-    CREATED = "Created"
-    RUNNING = "Running"
-    RESTARTING = "Restarting"
-    SUSPENDED = "Suspended"
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-
-
-class ConditionType(enum.StrEnum):
-    CREATED = "Created"
-    RUNNING = "Running"
-    RESTARTING = "Restarting"
-    SUSPENDED = "Suspended"
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-    # The apiserver refuses some of the job's pods or Services; the reason says why.
-    REPLICA_FAILURE = "ReplicaFailure"
-    # Shown once the scheduler could not place a pod: False (Queued, Unschedulable) while it
-    # cannot, True once every pod of the current attempt has a node.
-    SCHEDULED = "Scheduled"
-
-
-# A finished job stays finished whatever else is true; then suspension hides activity.
-_STATE_PRECEDENCE = (
-    (ConditionType.FAILED, JobState.FAILED),
-    (ConditionType.SUCCEEDED, JobState.SUCCEEDED),
-    (ConditionType.SUSPENDED, JobState.SUSPENDED),
-    (ConditionType.RESTARTING, JobState.RESTARTING),
-    (ConditionType.RUNNING, JobState.RUNNING),
-    (ConditionType.CREATED, JobState.CREATED),
-)
-
-
-def state_of(conditions: tuple[meta.Condition, ...]) -> JobState:
-    """The one current state implied by the conditions, never the last one written."""
-    true = {c.type for c in conditions if c.is_true()}
-    return next((state for ctype, state in _STATE_PRECEDENCE if ctype in true), JobState.PENDING)
-
-
-@attrs.frozen(kw_only=True, field_transformer=schema.validated)
-class ReplicaStatus:
-    """Pods of one replica type, by phase."""
-
-    active: Annotated[int, schema.Field(minimum=0)] = 0
-    ready: Annotated[int, schema.Field(minimum=0)] = 0
-    succeeded: Annotated[int, schema.Field(minimum=0)] = 0
-    failed: Annotated[int, schema.Field(minimum=0)] = 0
-    selector: Annotated[str | None, schema.Field(doc="Label selector of these pods.")] = None
-    attempt: Annotated[
-        int,
-        schema.Field(
-            minimum=0,
-            doc="Restart attempt these pods belong to; pods of an older attempt are being replaced.",
-        ),
-    ] = 0
-    in_place: Annotated[
-        bool,
-        schema.Field(
-            doc="The attempt began as a restart in place: pods of the attempt before it are moved to "
-            "it where they are, and made again only where they cannot be.",
-        ),
-    ] = False
-    active_indexes: Annotated[
-        str,
-        schema.Field(
-            pattern=indexes.PATTERN,
-            doc='Indexes whose pod of this attempt was last seen active, as ranges ("0-3,7"): a pod '
-            "of one of them that is gone without being seen to go vanished while the operator was "
-            "not watching, and is counted as a failure.",
-        ),
-    ] = ""
-
-
-@attrs.frozen(kw_only=True, field_transformer=schema.validated)
-class RestartCounts:
-    """Restarts performed, by what paid for them."""
-
-    user_code: Annotated[int, schema.Field(minimum=0)] = 0
-    infrastructure: Annotated[int, schema.Field(minimum=0)] = 0
-    uncharged: Annotated[int, schema.Field(minimum=0, doc="Restarts by rules that spend no budget.")] = 0
-
-    @property
-    def total(self) -> int:
-        return self.user_code + self.infrastructure + self.uncharged
-
-
-@attrs.frozen(kw_only=True, field_transformer=schema.validated)
-class FailureRecord:
-    """One pod failure and what was done about it."""
-
-    time: datetime.datetime = attrs.field(converter=meta.utc)
-    replica_type: str
-    index: Annotated[int, schema.Field(minimum=0)]
-    pod: str
-    node: str | None = None
-    exit_code: Annotated[int | None, schema.Field(minimum=0, maximum=255)] = None
-    reason: str | None = None
-    failure_class: Annotated[policy_types.FailureClass, schema.Field(wire="class")]
-    rule: Annotated[str | None, schema.Field(doc="The failure rule that matched, if any.")] = None
-    action: policy_types.FailureAction
-    restart: Annotated[
-        policy_types.RestartMethod | None,
-        schema.Field(doc="How the restart it asked for was carried out: in place, or by making pods again."),
-    ] = None
-
-
-@attrs.frozen(kw_only=True, field_transformer=schema.validated)
-class CountedFailures:
-    """How many failures of one pod have been charged already, so none is charged twice."""
-
-    pod: str
-    uid: Annotated[str, schema.Field(max_length=128)]
-    count: Annotated[int, schema.Field(minimum=0)] = 0
-    hung_time: Annotated[
-        datetime.datetime | None, schema.Field(doc="When its last hang that was charged was seen.")
-    ] = attrs.field(default=None, converter=meta.utc_or_none)
-    held_signal: Annotated[
-        str | None,
-        schema.Field(
-            max_length=256,
-            doc="Which exit of its agent last said, charged, that the pod's attempt ended and the "
-            "pod waits in place (the container's ID).",
-        ),
-    ] = None
-
-
-@attrs.frozen(kw_only=True, field_transformer=schema.validated)
-class AvoidedNode:
-    """A node the job's replacements keep off, and the failure that put it here."""
-
-    node: Annotated[str, schema.Field(max_length=253)]
-    reason: Annotated[str, schema.Field(max_length=128, doc="Why: the failure's reason, e.g. NodeLost.")]
-    pod: Annotated[str | None, schema.Field(doc="The pod that failed there.")] = None
-    time: datetime.datetime = attrs.field(converter=meta.utc)
-
-
-@attrs.frozen(kw_only=True, field_transformer=schema.validated)
-class Refusal:
-    """The apiserver's refusal of one of the job's creates at the operator's last try. Kept in
-    the status so that the retry backoff and the grace before the job fails outlive the operator."""
-
-    kind: Annotated[str, schema.Field(max_length=63, doc="The refused object's kind, e.g. Pod.")]
-    name: Annotated[str, schema.Field(max_length=253)]
-    code: Annotated[int, schema.Field(minimum=100, maximum=599, doc="The HTTP status of the refusal.")]
-    message: Annotated[str, schema.Field(max_length=32768, truncate=True, doc="The apiserver's message.")] = (
-        ""
-    )
-    time: datetime.datetime = attrs.field(converter=meta.utc)
-    observed_generation: Annotated[
-        int | None, schema.Field(minimum=0, doc="The generation of the spec the object was rendered from.")
-    ] = None
-
-
-@attrs.frozen(kw_only=True, field_transformer=schema.validated)
-class TrainingJobStatus:
-    """The observed state of the job; written only by the operator."""
-
-    state: Annotated[JobState | None, schema.Field(doc="The current state, derived from the conditions.")] = (
-        None
-    )
-    conditions: Annotated[
-        tuple[meta.Condition, ...], schema.Field(max_items=16, list_map_keys=("type",))
-    ] = ()
-    replica_statuses: Annotated[
-        dict[str, ReplicaStatus],
-        schema.Field(max_properties=MAX_REPLICA_TYPES, keys=schema.Field(pattern=REPLICA_TYPE)),
-    ] = attrs.field(factory=dict)
-    start_time: datetime.datetime | None = attrs.field(default=None, converter=meta.utc_or_none)
-    completion_time: datetime.datetime | None = attrs.field(default=None, converter=meta.utc_or_none)
-    restarts: RestartCounts = attrs.field(factory=RestartCounts)
-    failures: Annotated[
-        tuple[FailureRecord, ...],
-        schema.Field(max_items=MAX_FAILURE_HISTORY, doc="The most recent pod failures, oldest first."),
-    ] = ()
-    counted_failures: Annotated[
-        tuple[CountedFailures, ...],
-        schema.Field(list_map_keys=("uid",), doc="Failures already charged, per pod that still exists."),
-    ] = ()
-    avoided_nodes: Annotated[
-        tuple[AvoidedNode, ...],
-        schema.Field(
-            max_items=MAX_AVOIDED_NODES,
-            list_map_keys=("node",),
-            doc="Nodes where an infrastructure failure happened, which new pods of the job keep off "
-            "(node affinity) until keeping off them would leave a pod unschedulable.",
-        ),
-    ] = ()
-    last_refusal: Annotated[
-        Refusal | None,
-        schema.Field(doc="While the apiserver refuses the job's creates: the refusal at the last try."),
-    ] = None
-    observed_generation: Annotated[int | None, schema.Field(minimum=0)] = None
-    tensorboard: tensorboard_types.TensorBoardStatus | None = None
-    progress: progress_types.ProgressStatus | None = None
-
-
 NAME_IS_LABEL = schema.Rule(
     cel=f"self.metadata.name.matches('{DNS1035_LABEL}')",
     message="metadata.name must be a DNS-1035 label: lower case letters, digits and '-', starting with a letter",
@@ -627,7 +367,7 @@ class TrainingJob:
     )
     metadata: meta.ObjectMeta = attrs.field(factory=meta.ObjectMeta)
     spec: TrainingJobSpec
-    status: TrainingJobStatus = attrs.field(factory=TrainingJobStatus)
+    status: status_types.TrainingJobStatus = attrs.field(factory=status_types.TrainingJobStatus)
 
     cel_rules: ClassVar[tuple[schema.Rule, ...]] = (
         NAME_IS_LABEL,

@@ -661,7 +661,7 @@ class _Step:
             start_time=self.start_time,
             completion_time=self.completion_time,
             restarts=self.counts,
-            failures=tuple(self.history[-v1beta1.trainingjob_types.MAX_FAILURE_HISTORY :]),
+            failures=tuple(self.history[-v1beta1.status_types.MAX_FAILURE_HISTORY :]),
             counted_failures=tuple(c for uid, c in self.counted.items() if uid in observed_uids),
             observed_generation=self.inp.generation,
             tensorboard=tensorboard.status(self.inp.name, self.inp.namespace, self.spec),

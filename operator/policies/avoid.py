@@ -4,7 +4,7 @@ A replacement should not land on the node that failed the pod it replaces. When 
 is tied to its node — the node was lost or shut down, the kubelet evicted the pod or could
 not admit it, the taint manager evicted it, or a failure rule says so (``avoidNode``, for a
 device error's exit code, say) — the node joins the job's ``status.avoidedNodes``, a list
-of at most :data:`~kubetrain.api.v1beta1.trainingjob_types.MAX_AVOIDED_NODES`, the oldest
+of at most :data:`~kubetrain.api.v1beta1.status_types.MAX_AVOIDED_NODES`, the oldest
 let go first. Nodes the operator is told are unhealthy (node conditions that are True and
 taints, by name: :class:`Unhealthy`, set by flags) are kept off too, for as long as they
 are. The pods created next carry both as node affinity (``metadata.name NotIn``), which
@@ -26,7 +26,7 @@ from typing import Any
 import attrs
 
 from kubetrain.api import observed, v1beta1
-from kubetrain.api.v1beta1 import trainingjob_types
+from kubetrain.api.v1beta1 import status_types
 from kubetrain.operator.policies import classify, placement
 
 __all__ = [
@@ -105,7 +105,7 @@ def remember(
     assert f.pod.node is not None
     entry = v1beta1.AvoidedNode(node=f.pod.node, reason=f.reason, pod=f.pod.name, time=now)
     kept = [a for a in avoided if a.node != f.pod.node]
-    return (*kept, entry)[-trainingjob_types.MAX_AVOIDED_NODES :]
+    return (*kept, entry)[-status_types.MAX_AVOIDED_NODES :]
 
 
 def wanted(avoided: Iterable[v1beta1.AvoidedNode], unhealthy: Collection[str]) -> frozenset[str]:

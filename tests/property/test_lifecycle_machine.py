@@ -578,7 +578,7 @@ def _check_avoided(inp: lifecycle.Input, decision: lifecycle.Decision) -> None:
     """Nodes that failed a pod are kept off, boundedly, and never leave a pod stranded."""
     before, after = inp.status.avoided_nodes, decision.status.avoided_nodes
     names = [a.node for a in after]
-    assert len(names) == len(set(names)) <= v1beta1.trainingjob_types.MAX_AVOIDED_NODES
+    assert len(names) == len(set(names)) <= v1beta1.status_types.MAX_AVOIDED_NODES
     released = any(e.reason == "AvoidedNodesReleased" for e in decision.events)
     if released:
         event("avoided nodes let go")

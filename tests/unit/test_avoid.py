@@ -146,7 +146,7 @@ def test_the_list_is_bounded_and_each_node_is_on_it_once() -> None:
         )
         assert avoid.tied_to_node(lost, rule_says=False)
         entries = avoid.remember(entries, lost, T0)
-    assert len(entries) == v1beta1.trainingjob_types.MAX_AVOIDED_NODES
+    assert len(entries) == v1beta1.status_types.MAX_AVOIDED_NODES
     assert len({e.node for e in entries}) == len(entries)
     assert entries[-1].node == "n-19", "the newest last"
     gone = classify.Failure(
