@@ -9,7 +9,9 @@ while they last:
 
 - the failure: the ``rank N fails at step S`` line of the failing rank in that attempt;
 - the return: the latest ``joined the rendezvous`` line among the ranks of the next attempt (each
-  rank says its attempt right after it joins).
+  rank says its attempt right after it joins; one that says an attempt it joined before is
+  counted in the next, and the benchmark says how many did: a kubelet can start a container
+  restarted in place with the env of the attempt before).
 
 It prints p50, p95 and max of the differences, for each ``--methods`` (``failurePolicy.
 restartMethod``): ``Recreate`` deletes every pod and makes it again (new sandboxes, scheduled
@@ -146,6 +148,8 @@ def measure(
                 said = f" (every main container running after {record['containers']:.0f} s)"
             out.append(record)
             console.log(f"    restart {attempt + 1}/{restarts}: every rank back in {took:.2f} s{said}")
+        if logs.stale:
+            console.log(f"    {logs.stale} rank(s) said the attempt before the one they joined (a stale env)")
         if logs.estimated:
             console.log(
                 f"    {logs.estimated} failure(s) taken as joined + {fail_after} s: their line was gone"
@@ -177,6 +181,7 @@ class Logs:
         # pod -> (its attempt label, its main container's startedAt) as seen at each poll
         self.starts: dict[str, set[tuple[int, datetime.datetime]]] = {}
         self.estimated = 0  # failures whose line was gone: taken as joined + fail_after
+        self.stale = 0  # ranks that said the attempt before the one they joined
         self._pods_due = 0.0
         # The files of an earlier job's pods stay on the nodes: older ones are not this job's.
         self._since = time.time()
@@ -239,15 +244,22 @@ class Logs:
     def _read(self) -> tuple[dict[int, dict[str, datetime.datetime]], dict[int, datetime.datetime]]:
         joins: dict[int, dict[str, datetime.datetime]] = {}
         fails: dict[int, datetime.datetime] = {}
+        self.stale = 0
         for lines in self.lines.values():
             joined: dict[str, datetime.datetime] = {}
+            last: dict[str, int] = {}  # rank -> the attempt it last joined
             current: int | None = None
             for line in sorted(lines, key=_stamp):
                 if found := JOINED.search(line):
                     joined[found.group(1)] = _stamp(line)
                 elif (found := ATTEMPT.search(line)) and found.group(1) in joined:
-                    current = int(found.group(2))
-                    joins.setdefault(current, {})[found.group(1)] = joined[found.group(1)]
+                    rank, said = found.group(1), int(found.group(2))
+                    # A rank joins once per attempt: one that says an attempt it has joined
+                    # already was given the env of the attempt before (lifecycle.md, "Not yet").
+                    current = said if said > last.get(rank, -1) else last[rank] + 1
+                    self.stale += current != said
+                    last[rank] = current
+                    joins.setdefault(current, {})[rank] = joined[rank]
                 elif FAILS in line and current is not None:
                     fails.setdefault(current, _stamp(line))
         return joins, fails

@@ -87,3 +87,25 @@ def test_the_containers_of_an_attempt_started_when_the_last_pods_first_did_after
     failed = t + 9.4 * s
     assert logs.started(1, failed) == t + 15 * s
     assert logs.started(2, failed) is None, "not every pod was seen running in attempt 2"
+
+
+def test_a_rank_that_says_the_attempt_before_is_counted_in_the_one_it_joined() -> None:
+    logs = restarts.Logs(None, "mpi")  # type: ignore[arg-type]
+    logs.lines = {
+        "mpi-launcher-0": {
+            "2026-11-29T10:00:01Z rank 1/2 on w-1 joined the rendezvous",
+            "2026-11-29T10:00:01.100Z rank 1 attempt 0 after 0 restart(s), last: -",
+            "2026-11-29T10:00:09Z rank 1 fails at step 0",
+            "2026-11-29T10:00:14Z rank 1/2 on w-1 joined the rendezvous",
+            "2026-11-29T10:00:14.100Z rank 1 attempt 1 after 1 restart(s), last: UserCode:Error",
+            "2026-11-29T10:00:22Z rank 1 fails at step 0",
+            # Attempt 2, started by a kubelet with the env of attempt 1.
+            "2026-11-29T10:00:27Z rank 1/2 on w-1 joined the rendezvous",
+            "2026-11-29T10:00:27.100Z rank 1 attempt 1 after 1 restart(s), last: UserCode:Error",
+        }
+    }
+    joins, fails = logs._read()
+    assert sorted(joins) == [0, 1, 2]
+    assert joins[2]["1"] == restarts._stamp("2026-11-29T10:00:27Z x")
+    assert fails[1] == restarts._stamp("2026-11-29T10:00:22Z x")
+    assert logs.stale == 1
