@@ -7,10 +7,16 @@
 # pod (it replays the pod-delete stage on the event of its own status patch) then deletes the next
 # pod of that name too — the replacement an operator has just made. With the precondition that
 # second delete is refused, as the kubelet's would be.
+#
+# And a second (kwok-watch-resume.patch): when the apiserver cuts a watch, kwok watched again from
+# resourceVersion "0", so the apiserver sent it every pod again as new, and a stale copy still Pending
+# played its stage to Running again (a second PATCH per pod, thousands in a burst). Now it watches
+# again from the last version it received, as other clients do; a version too old for the apiserver
+# (410 Gone) still ends in a fresh list, as before.
 source "$(dirname "$0")/lib.sh"
 
 out="$KUBETRAIN_CACHE/tools"
-KWOK_BUILD="$KWOK_VERSION+uid-precondition"
+KWOK_BUILD="$KWOK_VERSION+uid-precondition+watch-resume"
 mkdir -p "$out/bin"
 if ! have "$out/bin/kwok" "$KWOK_VERSION" --version || [ "$(cat "$out/bin/kwok.build" 2>/dev/null)" != "$KWOK_BUILD" ]; then
   step "build kwok $KWOK_BUILD from sigs.k8s.io/kwok@$KWOK_VERSION"
@@ -22,6 +28,13 @@ if ! have "$out/bin/kwok" "$KWOK_VERSION" --version || [ "$(cat "$out/bin/kwok.b
   grep -qF "$call" "$controller" || { echo "kwok $KWOK_VERSION: the pod delete to amend is not where expected" >&2; exit 1; }
   sed -i "s|$call|opts := deleteOpt\n\topts.Preconditions = metav1.NewUIDPreconditions(string(pod.UID))\n\terr := c.typedClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, opts)|" "$controller"
   grep -qF 'metav1.NewUIDPreconditions(string(pod.UID))' "$controller"
+  resume="$(cd "$(dirname "$0")" && pwd)/kwok-watch-resume.patch"
+  # git as patch (Debian's patch may be missing); the ceiling keeps it from finding a repository above.
+  apply() { (cd "$work" && GIT_CEILING_DIRECTORIES="$(dirname "$work")" git apply "$@" "$resume"); }
+  apply --check 2>/dev/null ||
+    { echo "kwok $KWOK_VERSION: the watch options to amend are not where expected ($resume)" >&2; exit 1; }
+  apply
+  [ "$(grep -c 'opt.setupWatch(&opts)' "$work/pkg/utils/informer/informer.go")" = 2 ]
   (cd "$work" && GOBIN="$out/bin" retry go install ./cmd/kwok >/dev/null)
   rm -rf "$work"
   echo "$KWOK_BUILD" > "$out/bin/kwok.build"
