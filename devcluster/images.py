@@ -18,7 +18,8 @@ the training scripts of ``samples/scripts``), :func:`operator` (kubetrain itself
 the Dockerfile installs it) and :func:`tensorboard` (TensorBoard from PyPI, what a job's
 ``spec.tensorboard`` runs by default). The node tier adds :func:`tensorflow`, :func:`mxnet` and
 :func:`chainer`: stand-ins for the images the first operators' READMEs name, built here and
-known by those names too (``aliases``), so that their converted jobs run verbatim.
+known by those names too (``aliases``), so that their converted jobs run verbatim; the examples
+image stands in for the Caffe2Job README's.
 """
 
 from __future__ import annotations
@@ -115,7 +116,14 @@ def pause(pause_binary: pathlib.Path) -> Image:
 
 
 def examples(root: pathlib.Path) -> Image:
-    """Python 3.11 with Debian's PyTorch, Open MPI and sshd, and kubetrain's example scripts."""
+    """Python 3.11 with Debian's PyTorch, Open MPI and sshd, and kubetrain's example scripts.
+
+    It is also the stand-in for the Caffe2Job README's image (``aliases``): Caffe2 lives on in
+    PyTorch's Gloo, and ``caffe2_train.py`` is that image's ``resnet50_trainer.py``, at its path,
+    run by ``python`` (Debian's ``python-is-python3``); ``redis-server`` (7 MB) is the rendezvous
+    the README's job meets through, so a test runs it from this image, not from one more."""
+    caffe2_examples = "/usr/local/caffe2/caffe2/python/examples"
+    scripts = root / "samples" / "scripts"
     return Image(
         name="kubetrain.local/examples",
         tag="v1",
@@ -126,8 +134,14 @@ def examples(root: pathlib.Path) -> Image:
             "openssh-server",
             "openssh-client",
             "procps",
+            "python-is-python3",
+            "redis-server",
         ),
-        files=(("/opt/kubetrain/examples", root / "samples" / "scripts"),),
+        files=(
+            ("/opt/kubetrain/examples", scripts),
+            (f"{caffe2_examples}/resnet50_trainer.py", scripts / "caffe2_train.py"),
+            (f"{caffe2_examples}/kubetrain_progress.py", scripts / "kubetrain_progress.py"),
+        ),
         # torchrun of Debian's torch 1.13 fails on Python 3.11 ("'NoneType' object has no attribute
         # 'get'"): its Std.from_str looks a value up by iterating an IntFlag, which no longer yields
         # 0-valued members. torch 2.0 builds the member from the value; so does this.
@@ -138,6 +152,7 @@ def examples(root: pathlib.Path) -> Image:
         env=("PYTHONUNBUFFERED=1", "OMP_NUM_THREADS=1"),
         workdir="/opt/kubetrain/examples",
         cmd=("python3",),
+        aliases=(CAFFE2,),
     )
 
 
@@ -206,6 +221,7 @@ TF_SAMPLE = "gcr.io/tf-on-k8s-dogfood/tf_sample:dc944ff"  # the TfJob README's M
 TF_PS = "docker.io/tensorflow/tensorflow:1.3.0"  # the PS kubetrain convert gives a template-less PS
 MXNET_LINEAR_DIST = "docker.io/stefanofioravanzo/mxnet-linear-dist:cpu"  # the MXJob README's
 CHAINERMN = "docker.io/everpeace/chainermn:1.3.0"  # the ChainerJob README's
+CAFFE2 = "docker.io/kubeflow/caffe2:py2-cuda9.0-cudnn7-ubuntu16.04"  # the Caffe2Job README's: examples()
 
 _EXAMPLES = "/opt/kubetrain/examples"
 _VENV_ENV = (f"PATH={VENV}/bin:/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONUNBUFFERED=1", "OMP_NUM_THREADS=1")

@@ -5,13 +5,16 @@ created as it comes out. The images their READMEs name are not reachable from he
 hold stand-ins built under the same names (``devcluster/images.py``: the framework, now, and a
 script of samples/scripts that does what the image's program did), so the converted files run
 verbatim. What each test reads back is the training's own output: peers found through the env
-kubetrain rendered (``TF_CONFIG``, ``DMLC_*``, the MPI hostfile), and a loss that went down.
+kubetrain rendered (``TF_CONFIG``, ``DMLC_*``, the MPI hostfile, Caffe2's ``RUN_ID`` and redis),
+and a loss that went down.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
+import pathlib
 import re
 from typing import Any
 
@@ -19,7 +22,7 @@ import pytest
 import yaml
 from testkit import fixtures, jobs
 from testkit.kube import eventually
-from testkit.pods import logs
+from testkit.pods import IMAGE, logs
 
 from kubetrain.cli import main as cli
 from kubetrain.devcluster import cluster as devcluster
@@ -112,3 +115,112 @@ def test_the_chainerjob_readme_job_trains_with_chainermn_over_the_rendered_hostf
     first, last = loss(master)
     assert last < first / 2, master
     print(master)  # for docs/migrating.md (pytest -s)
+
+
+# A redis for the Caffe2Job README's job to meet through, as its README assumed one: a pod of the
+# examples image (Debian's redis-server), behind the Service the README names, in the test's
+# namespace. Nothing is saved: the keys live as long as the pod.
+REDIS = "redis"
+REDIS_POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": REDIS, "labels": {"app": REDIS}},
+    "spec": {
+        "containers": [
+            {
+                "name": REDIS,
+                "image": IMAGE,
+                "command": ["redis-server", "--protected-mode", "no", "--save", "", "--appendonly", "no"],
+                "ports": [{"containerPort": 6379}],
+                "readinessProbe": {"tcpSocket": {"port": 6379}, "periodSeconds": 1},
+            }
+        ],
+        "terminationGracePeriodSeconds": 1,
+    },
+}
+REDIS_SERVICE = {
+    "apiVersion": "v1",
+    "kind": "Service",
+    "metadata": {"name": "redis-service"},
+    "spec": {"selector": {"app": REDIS}, "ports": [{"port": 6379, "targetPort": 6379}]},
+}
+CAFFE2_TRAINER = "/usr/local/caffe2/caffe2/python/examples/resnet50_trainer.py"
+CHECKSUM = re.compile(r"weights sha256 ([0-9a-f]{16}); identical across shards: True")
+
+
+def test_the_caffe2job_readme_job_meets_through_redis_under_its_run_id_and_trains(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    for obj in (REDIS_POD, REDIS_SERVICE):
+        cluster.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(obj))
+    cluster.kubectl("wait", "-n", namespace, "--for=condition=Ready", "--timeout=120s", f"pod/{REDIS}")
+    job = converted("caffe2job-readme-redis.yaml")  # two workers, redis at redis-service:6379
+    (container,) = job["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"]
+    # The one change: the nodes have no GPUs, and a pod asking for two would never be scheduled.
+    # hostNetwork stays: the shards run on the nodes' network and resolve redis-service there.
+    assert container.pop("resources") == {"limits": {"nvidia.com/gpu": 2}}
+    name = jobs.create(cluster, namespace, job)
+    jobs.wait_state(cluster, namespace, name, "Succeeded", timeout=300)
+
+    # The RUN_ID kubetrain rendered: the job's UID and the attempt the kubelet filled in.
+    uid = (jobs.get_job(cluster, namespace, name) or {})["metadata"]["uid"]
+    workers = jobs.pods(cluster, namespace, name)
+    env = jobs.env_of(workers[f"{name}-worker-0"])
+    run_id = env["RUN_ID"].replace("$(KUBETRAIN_RESTART_ATTEMPT)", env["KUBETRAIN_RESTART_ATTEMPT"])
+    assert run_id == f"{uid}-0", env
+    # On the host network each shard's port 2222 is its node's: one shard per node.
+    assert len({p["spec"]["nodeName"] for p in workers.values()}) == 2, jobs.summary(cluster, namespace, name)
+    shards = [logs(cluster, namespace, f"{name}-worker-{i}") for i in range(2)]
+    for i, text in enumerate(shards):
+        # Each shard met the other in redis under that RUN_ID, through the Service the README named.
+        met = f"shard {i} of 2 met its peers under run ID {run_id} through redis redis-service:6379"
+        assert met in text, text
+        first, last = loss(text)
+        assert last < first / 5, text
+    # Gradients averaged over Gloo every step: both shards end with the same weights, bit for bit.
+    checksums = {m for text in shards for m in CHECKSUM.findall(text)}
+    assert len(checksums) == 1, shards
+    print(shards[0])  # for docs/migrating.md (pytest -s)
+
+    # redis holds the rendezvous under RUN_ID/: each shard's Gloo address and rank.
+    keys = cluster.kubectl("exec", "-n", namespace, REDIS, "--", "redis-cli", "--scan").stdout.split()
+    assert {f"{run_id}/0/0/rank_0", f"{run_id}/0/0/rank_1"} <= set(keys), keys
+    assert all(k.startswith(f"{run_id}/") for k in keys), keys
+    # A run under a run ID used before is refused, as Caffe2's redis store refused it: why RUN_ID
+    # carries the job's UID and the attempt. Run beside redis (its address from there: localhost).
+    rerun = [f"RUN_ID={run_id}", "SHARD_ID=0", "NUM_SHARDS=2", "REDIS_HOST=127.0.0.1", "REDIS_PORT=6379"]
+    again = cluster.kubectl(
+        "exec", "-n", namespace, REDIS, "--", "env", *rerun, "python", CAFFE2_TRAINER, check=False
+    )
+    assert again.returncode == 2, again
+    reused = "was already set (perhaps you reused a run ID you have used before?)"
+    assert f"rendezvous under run ID {run_id} failed: Value at 0/0/rank_0 {reused}" in again.stdout, again
+    print(again.stdout)
+
+
+def test_the_caffe2job_nfs_example_meets_through_files_under_its_run_id_and_trains(
+    cluster: devcluster.Cluster, namespace: str, shared_dir: str
+) -> None:
+    job = converted("caffe2job-resnet50-nfs.yaml")  # NFS_PATH /share2/public/caffe2/, a hostPath
+    template = job["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]
+    (container,) = template["containers"]
+    # No GPUs here (as above); the hostPath /share2/public is a directory every node sees.
+    assert container.pop("resources") == {"limits": {"nvidia.com/gpu": 2}}
+    (volume,) = template["volumes"]
+    volume["hostPath"]["path"] = shared_dir
+    (pathlib.Path(shared_dir) / "caffe2").mkdir()
+    name = jobs.create(cluster, namespace, job)
+    jobs.wait_state(cluster, namespace, name, "Succeeded", timeout=300)
+
+    uid = (jobs.get_job(cluster, namespace, name) or {})["metadata"]["uid"]
+    run_id = f"{uid}-0"  # the $(RUN_ID) of the example's --run_id flag
+    shards = [logs(cluster, namespace, f"{name}-worker-{i}") for i in range(2)]
+    for i, text in enumerate(shards):
+        met = f"shard {i} of 2 met its peers under run ID {run_id} through files under /share2/public/caffe2/{run_id}"
+        assert met in text, text
+        first, last = loss(text)
+        assert last < first / 5, text
+    assert len({m for text in shards for m in CHECKSUM.findall(text)}) == 1, shards
+    # The rendezvous is a file per key, in the run's own directory of the shared path.
+    files = {p.name for p in (pathlib.Path(shared_dir) / "caffe2" / run_id).iterdir()}
+    assert {"0%2F0%2Frank_0", "0%2F0%2Frank_1"} <= files, files
