@@ -425,15 +425,12 @@ class TrainingJobReconciler:
         self, job: v1beta1.TrainingJob, moves: tuple[lifecycle.Move, ...], opens: tuple[lifecycle.Move, ...]
     ) -> None:
         # The UID in a patch is a precondition: a stale decision never touches a pod made again.
-        # A pod moved and opened at once gets one patch.
-        patches = {m.pod: {"uid": m.uid, **render.moved(job.status, m.attempt)} for m in moves}
-        for m in opens:
-            md = patches.setdefault(m.pod, {"uid": m.uid})
-            md.setdefault("annotations", {})[naming.OPENED] = str(m.attempt)
+        patches = [(m, render.moved(job.status, m.attempt)) for m in moves]
+        patches += [(m, {"annotations": {naming.OPENED: str(m.attempt)}}) for m in opens]
         await asyncio.gather(
             *(
-                self._patch(client.PODS, pod, job.metadata.namespace, {"metadata": md})
-                for pod, md in patches.items()
+                self._patch(client.PODS, m.pod, job.metadata.namespace, {"metadata": {"uid": m.uid, **md}})
+                for m, md in patches
             )
         )
 

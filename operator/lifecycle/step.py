@@ -475,12 +475,8 @@ class _Step:
     def _open_moved(self) -> None:
         """Let the pods moved in place start their attempt once none of the old one runs; make
         again those that cannot restart in place, or have not stopped in time."""
-        live = self._live()
-        moving = [p for p in live if self._current(p) and p.moving]
-        # Pods moved in this very step are opened with their move when they may be (a pod held at
-        # its barrier, moved alone): one patch, so its kubelet sees both at once.
-        moved = [attrs.evolve(p, attempt=self.moves[p.name].attempt) for p in live if p.name in self.moves]
-        if not moving and not moved:
+        moving = [p for p in self._live() if self._current(p) and p.moving]
+        if not moving:
             return
         due = inplace.stop_due(self._last_restart())
         late = [p for p in moving if p.name not in self.deletes and inplace.fall_back(p, due, self.now)]
@@ -494,12 +490,10 @@ class _Step:
                 )
             )
         waiting = [p for p in moving if p not in late and not p.deleting and p.name not in self.deletes]
-        waiting += moved
         # Pods going (made again) may still run a container of the old attempt too, and pods made
         # meanwhile wait at their barrier; a restart in place waits out the restart backoff, as
         # making pods again does.
-        stale = bool(self.inp.made) or any(not self._current(p) and p.name not in self.moves for p in live)
-        held = not inplace.may_open([*moving, *moved], stale=stale) or self._backing_off
+        held = not inplace.may_open(moving, stale=self._old_may_run()) or self._backing_off
         if held:
             self.closed = True
             if due is not None and any(p.running for p in waiting):

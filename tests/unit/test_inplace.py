@@ -16,7 +16,7 @@ from testkit.builders import a_ddp_job, a_job
 from testkit.world import World
 
 from kubetrain.api import naming, observed, v1beta1
-from kubetrain.operator import agent, lifecycle, projection, render
+from kubetrain.operator import agent, projection, render
 from kubetrain.operator.frameworks import mpi, pytorch
 from kubetrain.operator.policies import inplace
 
@@ -280,21 +280,6 @@ def test_a_failed_launcher_restarts_alone_in_place_and_the_workers_sshd_keeps_ru
     assert w.status.replica_statuses["Worker"].attempt == 0
     [record] = w.status.failures
     assert (record.restart, record.exit_code, w.status.restarts.user_code) == (M.IN_PLACE, 137, 1)
-
-
-def test_a_held_launcher_moved_alone_is_opened_in_the_same_patch() -> None:
-    w = mpi_job(M.IN_PLACE)
-    w.settle()
-    w.exit("mpi-launcher-0", 137)
-    assert w.pod("Launcher", 0).held
-    w.tick(1)
-    decision = w.reconcile()
-    # Nothing of the old attempt runs (the Launcher waits at its barrier, the Workers stay at theirs):
-    # one patch moves and opens it, and its kubelet sees both at once.
-    uid = w.pod("Launcher", 0).uid
-    assert decision.move == decision.open == (lifecycle.Move(pod="mpi-launcher-0", uid=uid, attempt=1),)
-    w.kubelets()
-    assert (w.pod("Launcher", 0).attempt, w.pod("Launcher", 0).running) == (1, True)
 
 
 def test_a_failed_worker_or_a_recreate_restarts_the_whole_mpi_job() -> None:
