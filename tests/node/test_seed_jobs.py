@@ -148,6 +148,20 @@ CAFFE2_TRAINER = "/usr/local/caffe2/caffe2/python/examples/resnet50_trainer.py"
 CHECKSUM = re.compile(r"weights sha256 ([0-9a-f]{16}); identical across shards: True")
 
 
+def trained_shards(
+    cluster: devcluster.Cluster, namespace: str, name: str, run_id: str, through: str
+) -> list[str]:
+    """The two shards' logs, each having met the other under ``run_id`` ``through`` its store, its
+    loss fallen fivefold, both with the same weights, bit for bit (gradients averaged over Gloo)."""
+    shards = [logs(cluster, namespace, f"{name}-worker-{i}") for i in range(2)]
+    for i, text in enumerate(shards):
+        assert f"shard {i} of 2 met its peers under run ID {run_id} through {through}" in text, text
+        first, last = loss(text)
+        assert last < first / 5, text
+    assert len({m for text in shards for m in CHECKSUM.findall(text)}) == 1, shards
+    return shards
+
+
 def test_the_caffe2job_readme_job_meets_through_redis_under_its_run_id_and_trains(
     cluster: devcluster.Cluster, namespace: str
 ) -> None:
@@ -170,16 +184,8 @@ def test_the_caffe2job_readme_job_meets_through_redis_under_its_run_id_and_train
     assert run_id == f"{uid}-0", env
     # On the host network each shard's port 2222 is its node's: one shard per node.
     assert len({p["spec"]["nodeName"] for p in workers.values()}) == 2, jobs.summary(cluster, namespace, name)
-    shards = [logs(cluster, namespace, f"{name}-worker-{i}") for i in range(2)]
-    for i, text in enumerate(shards):
-        # Each shard met the other in redis under that RUN_ID, through the Service the README named.
-        met = f"shard {i} of 2 met its peers under run ID {run_id} through redis redis-service:6379"
-        assert met in text, text
-        first, last = loss(text)
-        assert last < first / 5, text
-    # Gradients averaged over Gloo every step: both shards end with the same weights, bit for bit.
-    checksums = {m for text in shards for m in CHECKSUM.findall(text)}
-    assert len(checksums) == 1, shards
+    # Each shard met the other in redis under that RUN_ID, through the Service the README named.
+    shards = trained_shards(cluster, namespace, name, run_id, "redis redis-service:6379")
     print(shards[0])  # for docs/migrating.md (pytest -s)
 
     # redis holds the rendezvous under RUN_ID/: each shard's Gloo address and rank.
@@ -214,13 +220,7 @@ def test_the_caffe2job_nfs_example_meets_through_files_under_its_run_id_and_trai
 
     uid = (jobs.get_job(cluster, namespace, name) or {})["metadata"]["uid"]
     run_id = f"{uid}-0"  # the $(RUN_ID) of the example's --run_id flag
-    shards = [logs(cluster, namespace, f"{name}-worker-{i}") for i in range(2)]
-    for i, text in enumerate(shards):
-        met = f"shard {i} of 2 met its peers under run ID {run_id} through files under /share2/public/caffe2/{run_id}"
-        assert met in text, text
-        first, last = loss(text)
-        assert last < first / 5, text
-    assert len({m for text in shards for m in CHECKSUM.findall(text)}) == 1, shards
+    trained_shards(cluster, namespace, name, run_id, f"files under /share2/public/caffe2/{run_id}")
     # The rendezvous is a file per key, in the run's own directory of the shared path.
     files = {p.name for p in (pathlib.Path(shared_dir) / "caffe2" / run_id).iterdir()}
     assert {"0%2F0%2Frank_0", "0%2F0%2Frank_1"} <= files, files
