@@ -30,7 +30,13 @@ small containers that run the main container's image (they need only a POSIX she
   :data:`~kubetrain.api.naming.OPENED` annotation names the attempt of its label, so that no
   container of the new attempt starts before the operator has seen every pod of the old one
   stop (:mod:`.policies.inplace`). It remembers, in an emptyDir (:data:`STATE`), the attempt it
-  last let start, and never lets the same one start twice in a pod.
+  last let start, and never lets the same one start twice in a pod. Beside it, it writes the
+  restart env of that attempt (:data:`ENV_FILE`: the attempt, the job's restarts, the last
+  restart's reason, read from the same downwardAPI volume), and the main container's three
+  variables are read from that file (``fileKeyRef``, :func:`restart_env`). The kubelet resolves
+  ``fieldRef`` env from its pod worker's copy of the pod, which can be older than the copy the
+  volume was written from: a container restarted in place could start with the attempt before,
+  though its barrier had seen the new one. The file holds what the barrier saw.
 
 That memory is what lets a pod whose main container *failed* restart in place too. Under
 ``restartPolicy: Never`` the main container gets a rule ``RestartAllContainers`` on the exit codes
@@ -53,8 +59,9 @@ import copy
 from typing import Any
 
 from kubetrain.api import naming, v1beta1
+from kubetrain.operator.frameworks import framework as fw_contract
 
-__all__ = ["MOUNT", "PRINT_SECONDS", "STATE", "VOLUME", "add"]
+__all__ = ["ENV_FILE", "MOUNT", "PRINT_SECONDS", "STATE", "VOLUME", "add", "restart_env"]
 
 Object = dict[str, Any]
 
@@ -67,6 +74,9 @@ MOUNT = "/etc/kubetrain/attempt"
 # started. A reader that finds the line empty (being written) looks again.
 STATE_VOLUME = "kubetrain-state"
 STATE = "/var/run/kubetrain-state"
+# Also in the barrier's memory: the restart env of the attempt it last let start, in the format
+# the kubelet reads for ``fileKeyRef`` (``NAME='value'``, one a line, no quote in a value).
+ENV_FILE = "env"
 _RESOURCES = {"cpu": "50m", "memory": "32Mi"}
 # How often the agent and the barrier read the pod's labels, annotations and progress (shell
 # builtins: each look costs one `sleep`).
@@ -145,21 +155,29 @@ def _agent_script(in_place: bool, progress: v1beta1.ProgressSpec | None) -> str:
     )
 
 
+# The barrier reads the attempt again after what goes with it: the four reads are four files of
+# one volume, which a move may swap between them. A quote is dropped from the reason (the file's
+# values are single-quoted).
 _BARRIER = f"""\
 trap 'exit 0' TERM INT
-d={MOUNT}; s={STATE}
+d={MOUNT}; s={STATE}; q="'"
 mode=; ran=; {{ read -r mode ran < $s/state; }} 2>/dev/null
 echo "holding $ran" > $s/state
 said=
 while :; do
-  opened=; attempt=
-  {{ read -r opened < $d/opened; read -r attempt < $d/attempt; }} 2>/dev/null
-  if [ -n "$attempt" ] && [ "$opened" = "$attempt" ]; then
+  opened=; attempt=; restarts=; reason=; again=
+  {{ read -r opened < $d/opened; read -r attempt < $d/attempt; read -r restarts < $d/restarts
+    read -r reason < $d/reason; read -r again < $d/attempt; }} 2>/dev/null
+  if [ -n "$attempt" ] && [ "$opened" = "$attempt" ] && [ "$again" = "$attempt" ]; then
     [ "$attempt" != "$ran" ] && break
     [ -n "$said" ] || {{ echo "kubetrain barrier: attempt $attempt has run in this pod: waiting for the next"; said=1; }}
   fi
   sleep {POLL_SECONDS}
 done
+r=$reason; reason=
+while :; do case $r in *"$q"*) reason=$reason${{r%%"$q"*}}; r=${{r#*"$q"}};; *) reason=$reason$r; break;; esac; done
+{{ echo "{fw_contract.RESTART_ATTEMPT_ENV}='$attempt'"; echo "{fw_contract.RESTARTS_ENV}='${{restarts:-0}}'"
+  echo "{fw_contract.LAST_RESTART_REASON_ENV}='$reason'"; }} > $s/{ENV_FILE}
 echo "running $attempt" > $s/state
 : > $s/fresh
 echo "kubetrain barrier: attempt $attempt starts"
@@ -209,6 +227,16 @@ def add(
                             "path": "opened",
                             "fieldRef": {"fieldPath": f"metadata.annotations['{naming.OPENED}']"},
                         },
+                        {
+                            "path": "restarts",
+                            "fieldRef": {"fieldPath": f"metadata.annotations['{naming.RESTARTS}']"},
+                        },
+                        {
+                            "path": "reason",
+                            "fieldRef": {
+                                "fieldPath": f"metadata.annotations['{naming.LAST_RESTART_REASON}']"
+                            },
+                        },
                     ]
                 },
             }
@@ -222,6 +250,16 @@ def add(
     if progress is not None:
         _progress_file(spec, [agent])
     spec["initContainers"] = [*own, *_items(spec, "initContainers")]
+
+
+def restart_env(name: str) -> Object:
+    """The main container's variable ``name`` of the restart env, read from the file its barrier
+    wrote when it let the attempt start. The kubelet takes an empty value for none: the last
+    restart's reason, empty before the first restart, is then left out (``optional``)."""
+    ref: Object = {"volumeName": STATE_VOLUME, "path": ENV_FILE, "key": name}
+    if name == fw_contract.LAST_RESTART_REASON_ENV:
+        ref["optional"] = True
+    return {"name": name, "valueFrom": {"fileKeyRef": ref}}
 
 
 def _restart_all(*codes: int) -> Object:

@@ -57,8 +57,8 @@ _SECRET_VOLUME = "kubetrain-secret"
 SECRET_MODE = 0o600
 # Every main container's: its attempt, the job's restarts so far, the last restart's reason.
 RESTART_ATTEMPT_ENV = fw_contract.RESTART_ATTEMPT_ENV
-RESTARTS_ENV = "KUBETRAIN_RESTARTS"
-LAST_RESTART_REASON_ENV = "KUBETRAIN_LAST_RESTART_REASON"
+RESTARTS_ENV = fw_contract.RESTARTS_ENV
+LAST_RESTART_REASON_ENV = fw_contract.LAST_RESTART_REASON_ENV
 RESTART_ENV = (RESTART_ATTEMPT_ENV, RESTARTS_ENV, LAST_RESTART_REASON_ENV)
 # The annotation kubectl reads to choose a pod's container when none is named.
 DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
@@ -446,31 +446,19 @@ def moved(status: v1beta1.TrainingJobStatus, attempt: int) -> Object:
     }
 
 
-# Where a pod restarted in place reads its restart env: its own metadata, which the operator
-# moves (:func:`moved`), through the downward API, read again at every container start.
-_RESTART_ENV_FIELDS = {
-    RESTART_ATTEMPT_ENV: f"metadata.labels['{naming.ATTEMPT}']",
-    RESTARTS_ENV: f"metadata.annotations['{naming.RESTARTS}']",
-    LAST_RESTART_REASON_ENV: f"metadata.annotations['{naming.LAST_RESTART_REASON}']",
-}
-
-
 def _in_place(
     spec: Object, annotations: dict[str, str], main: Object, restart_env: Mapping[str, str], *, closed: bool
 ) -> None:
     """Let a pod restart in place: its agent and barrier, its barrier open for its attempt (unless
-    ``closed``), and its restart env read from its own metadata, which a move changes."""
+    ``closed``), and its restart env read from what its barrier wrote of its own metadata, which a
+    move changes."""
     attempt = int(restart_env[RESTART_ATTEMPT_ENV])
     annotations[naming.OPENED] = str(inplace.CLOSED if closed else attempt)
     annotations[naming.RESTARTS] = restart_env[RESTARTS_ENV]
     annotations[naming.LAST_RESTART_REASON] = restart_env[LAST_RESTART_REASON_ENV]
     current = main.setdefault("env", [])
     user_set = {e.get("name") for e in current}
-    current.extend(
-        {"name": k, "valueFrom": {"fieldRef": {"fieldPath": path}}}
-        for k, path in _RESTART_ENV_FIELDS.items()
-        if k not in user_set
-    )
+    current.extend(agent.restart_env(k) for k in RESTART_ENV if k not in user_set)
 
 
 def _keep_off(spec: Object, nodes: Collection[str]) -> None:

@@ -72,12 +72,13 @@ def test_the_barrier_holds_a_moved_pod_until_it_is_opened(
     cluster: devcluster.Cluster, namespace: str
 ) -> None:
     # The kubelet's part alone: a pod as kubetrain renders it for InPlace, owned by no job (no
-    # operator opens it), moved to attempt 5 by hand.
+    # operator opens it), moved to attempt 5 by hand as the operator moves one (one patch).
     job = jobs.sample("generic", failurePolicy__restartMethod="InPlace")
     job["spec"]["replicaSpecs"]["Learner"]["template"]["spec"]["containers"][0]["command"] = [
         "sh",
         "-c",
-        "echo attempt $KUBETRAIN_RESTART_ATTEMPT; exec sleep 3600",
+        "echo attempt $KUBETRAIN_RESTART_ATTEMPT restarts $KUBETRAIN_RESTARTS"
+        " reason ${KUBETRAIN_LAST_RESTART_REASON-unset}; exec sleep 3600",
     ]
     job["metadata"]["namespace"] = namespace
     decoded = intake.decode(job, registry.default())
@@ -89,9 +90,16 @@ def test_the_barrier_holds_a_moved_pod_until_it_is_opened(
     cluster.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(pod))
     pod_name = pod["metadata"]["name"]
     uid = eventually("the pod to run", lambda: _running(cluster, namespace, pod_name), timeout=60)
-    assert logs(cluster, namespace, pod_name).strip() == "attempt 0"
+    # Read from the file the barrier wrote (fileKeyRef): no reason before the first restart.
+    assert logs(cluster, namespace, pod_name).strip() == "attempt 0 restarts 0 reason unset"
 
-    cluster.kubectl("label", "pod", pod_name, "-n", namespace, "--overwrite", f"{naming.ATTEMPT}=5")
+    moved = {
+        "labels": {naming.ATTEMPT: "5"},
+        "annotations": {naming.RESTARTS: "2", naming.LAST_RESTART_REASON: "UserCode:Error"},
+    }
+    cluster.kubectl(
+        "patch", "pod", pod_name, "-n", namespace, "--type=merge", "-p", json.dumps({"metadata": moved})
+    )
     held = eventually(
         "the pod to restart in place and wait at its barrier",
         lambda: _at_barrier(cluster, namespace, pod_name),
@@ -106,7 +114,7 @@ def test_the_barrier_holds_a_moved_pod_until_it_is_opened(
         "the main container to start in attempt 5",
         lambda: (
             _running(cluster, namespace, pod_name) == uid
-            and logs(cluster, namespace, pod_name).strip() == "attempt 5"
+            and logs(cluster, namespace, pod_name).strip() == "attempt 5 restarts 2 reason UserCode:Error"
         ),
         timeout=30,
     )

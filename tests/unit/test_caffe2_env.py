@@ -109,15 +109,14 @@ def test_run_id_is_the_runtime_id_the_uid_and_the_attempt() -> None:
 def started(container: dict[str, Any], labels: dict[str, str]) -> dict[str, str]:
     """The env a container starts with, as the kubelet makes it: ``$(NAME)`` of a variable set
     earlier in the list is replaced by its value, a later or unknown one is left as written, and
-    a label reached through the downward API is the pod's label."""
+    the attempt read from the barrier's file (a pod restarted in place) is the pod's label."""
     out: dict[str, str] = {}
     for e in container["env"]:
         if "value" in e:
             out[e["name"]] = re.sub(r"\$\((\w+)\)", lambda m: out.get(m[1], m[0]), e["value"])
         else:
-            path = e["valueFrom"]["fieldRef"]["fieldPath"]
-            key = re.fullmatch(r"metadata\.labels\['(.+)'\]", path)
-            out[e["name"]] = labels[key[1]] if key else ""
+            key = e["valueFrom"]["fileKeyRef"]["key"]
+            out[e["name"]] = labels[naming.ATTEMPT] if key == render.RESTART_ATTEMPT_ENV else ""
     return out
 
 

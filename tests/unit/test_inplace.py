@@ -175,24 +175,33 @@ def rendered(
 
 def test_the_rendered_pod_has_its_agent_then_its_barrier() -> None:
     pod = rendered()
-    agent, barrier = pod["spec"]["initContainers"][:2]
-    assert (agent["name"], barrier["name"]) == (naming.AGENT, naming.BARRIER)
-    assert agent["restartPolicy"] == "Always"
-    assert agent["restartPolicyRules"] == [
+    agent_, barrier = pod["spec"]["initContainers"][:2]
+    assert (agent_["name"], barrier["name"]) == (naming.AGENT, naming.BARRIER)
+    assert agent_["restartPolicy"] == "Always"
+    assert agent_["restartPolicyRules"] == [
         {
             "action": "RestartAllContainers",
             "exitCodes": {"operator": "In", "values": [naming.AGENT_EXIT_CODE]},
         }
     ]
     main = pod["spec"]["containers"][0]
-    assert agent["image"] == barrier["image"] == main["image"]
+    assert agent_["image"] == barrier["image"] == main["image"]
     assert pod["metadata"]["annotations"][naming.OPENED] == "0"
     assert rendered(closed=True)["metadata"]["annotations"][naming.OPENED] == "-1"
-    env = {e["name"]: e for e in main["env"]}
-    assert env[render.RESTART_ATTEMPT_ENV]["valueFrom"]["fieldRef"]["fieldPath"] == (
-        f"metadata.labels['{naming.ATTEMPT}']"
+    env = {e["name"]: e["valueFrom"]["fileKeyRef"] for e in main["env"] if e["name"] in render.RESTART_ENV}
+    assert env == {
+        name: {
+            "volumeName": agent.STATE_VOLUME,
+            "path": agent.ENV_FILE,
+            "key": name,
+            **({"optional": True} if name == render.LAST_RESTART_REASON_ENV else {}),
+        }
+        for name in render.RESTART_ENV
+    }, "the restart env is what the barrier wrote; the reason is left out before any restart"
+    [volume] = [v for v in pod["spec"]["volumes"] if v["name"] == agent.STATE_VOLUME]
+    assert volume == {"name": agent.STATE_VOLUME, "emptyDir": {}}, (
+        "the kubelet reads fileKeyRef from an emptyDir"
     )
-    assert "value" not in env[render.RESTARTS_ENV]
 
 
 def test_a_restart_env_the_user_set_is_kept() -> None:
@@ -466,6 +475,14 @@ class Pod:
     def open(self, attempt: int) -> None:
         (self.attempt / "opened").write_text(f"{attempt}\n")
 
+    def annotate(self, restarts: int, reason: str) -> None:
+        """The downward API writes a value as it is, with no newline."""
+        (self.attempt / "restarts").write_text(str(restarts))
+        (self.attempt / "reason").write_text(reason)
+
+    def env(self) -> list[str]:
+        return (self.state / agent.ENV_FILE).read_text().splitlines()
+
     def start(self, name: str) -> subprocess.Popen[str]:
         script = agent._agent_script(True, None) if name == "agent" else agent._BARRIER
         script = script.replace(agent.MOUNT, str(self.attempt)).replace(agent.STATE, str(self.state))
@@ -497,6 +514,30 @@ def test_a_failed_pod_is_held_and_said_held_once_then_moved_and_opened(tmp_path:
     assert ends(barrier) == 0
     pod.label(2)  # attempt 1 runs now: a move restarts the pod
     assert ends(agent_) == naming.AGENT_EXIT_CODE
+
+
+def test_the_barrier_writes_the_restart_env_of_the_attempt_it_lets_start(tmp_path: pathlib.Path) -> None:
+    """What the main container's env reads (``fileKeyRef``), in the kubelet's format: a value in
+    single quotes, which it cannot escape."""
+    pod = Pod(tmp_path)
+    assert ends(pod.start("barrier")) == 0
+    assert pod.env() == [
+        f"{render.RESTART_ATTEMPT_ENV}='0'",
+        f"{render.RESTARTS_ENV}='0'",
+        f"{render.LAST_RESTART_REASON_ENV}=''",
+    ], "a pod made before the first restart: no reason, which the kubelet leaves out (optional)"
+    barrier = pod.start("barrier")  # restarted in place; then moved, with what goes with the move
+    pod.label(1)
+    pod.annotate(3, "UserCode:it's OOMKilled")
+    assert ends(barrier, 0.6) is None, "attempt 1 is not open yet"
+    assert pod.env()[0] == f"{render.RESTART_ATTEMPT_ENV}='0'", "the file is the attempt that runs"
+    pod.open(1)
+    assert ends(barrier) == 0
+    assert pod.env() == [
+        f"{render.RESTART_ATTEMPT_ENV}='1'",
+        f"{render.RESTARTS_ENV}='3'",
+        f"{render.LAST_RESTART_REASON_ENV}='UserCode:its OOMKilled'",
+    ]
 
 
 def test_a_new_pod_made_closed_waits_and_its_agent_does_not_restart_it(tmp_path: pathlib.Path) -> None:
