@@ -93,7 +93,8 @@ def _agent_script(in_place: bool, progress: v1beta1.ProgressSpec | None) -> str:
         # The attempt that runs in the pod is the one its barrier last let start, once the barrier
         # has let one start since this agent did (fresh): an agent started with the whole pod finds
         # the state of the run before, and nothing of that run runs any more. One restarted alone
-        # after it found a hang keeps it (keep).
+        # after its word (a hang, a held pod) keeps it (keep): the kubelet may start it again
+        # after the barrier let the next attempt start, which then runs all the same.
         setup += [f"f={MOUNT}/attempt; s={STATE}", "[ -e $s/keep ] && rm -f $s/keep || rm -f $s/fresh"]
         loop += [
             "now_attempt=; mode=; ran=; told=",
@@ -105,6 +106,7 @@ def _agent_script(in_place: bool, progress: v1beta1.ProgressSpec | None) -> str:
             '    echo "$ran" > $s/told',
             '    echo "kubetrain agent: attempt $ran ended in this pod, which waits for the next"',
             '    echo "$ran" > /dev/termination-log 2>/dev/null',
+            "    : > $s/keep",
             f"    exit {naming.HELD_EXIT_CODE}",
             "  fi",
             'elif [ "$mode" = running ] && [ -e $s/fresh ] && [ -n "$now_attempt" ] && [ "$now_attempt" != "$ran" ]; then',

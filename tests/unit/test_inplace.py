@@ -585,6 +585,25 @@ def test_an_agent_started_with_its_pod_does_not_restart_it_for_the_run_before(tm
     assert ends(agent_) == naming.AGENT_EXIT_CODE, "attempt 1 runs: a move restarts the pod"
 
 
+def test_an_agent_restarted_alone_after_its_word_still_restarts_the_pod_for_a_move(tmp_path: pathlib.Path) -> None:
+    """The kubelet starts an agent that said its pod is held again alone, at once or after a
+    back-off: after the barrier let the next attempt start, it is that attempt's agent all the
+    same (before, it took itself for one started with the pod, and never restarted the pod for a
+    move: the job's next restart waited for the pod to stop, then made it again)."""
+    pod = Pod(tmp_path)
+    assert ends(pod.start("barrier")) == 0
+    pod.start("agent").kill()  # the main container failed: every container restarted
+    barrier, agent_ = pod.start("barrier"), pod.start("agent")
+    assert ends(agent_) == naming.HELD_EXIT_CODE
+    pod.label(1)
+    pod.open(1)
+    assert ends(barrier) == 0, "attempt 1 starts while the agent waits out its back-off"
+    agent_ = pod.start("agent")
+    assert ends(agent_, 0.8) is None, "attempt 1 runs: nothing to do"
+    pod.label(2)
+    assert ends(agent_) == naming.AGENT_EXIT_CODE, "a move restarts the pod"
+
+
 def test_peers_held_after_the_first_rank_was_charged_are_the_old_attempts() -> None:
     """Under ExitCode every rank of a DDP world ends when one does, and each pod's agent says so a
     moment apart: the first word restarts the job; the others, which the step then moves, are the
