@@ -41,9 +41,10 @@ Env = Mapping[str, str]
 # Where every pod finds the job's files (a ConfigMap): ``{CONFIG_MOUNT}/hostfile``, say.
 CONFIG_MOUNT = "/etc/kubetrain"
 # The attempt of the pod's replica type, which every main container gets (render sets it; where
-# the pod restarts in place, its barrier writes it from the pod's label). Render puts it before the framework's env,
-# so a framework's value may hold ``ATTEMPT``: the kubelet replaces that with the attempt each
-# time the container starts (Kubernetes expands ``$(NAME)`` of a variable set earlier).
+# the pod restarts in place, its barrier writes it from the pod's label). Render puts it before
+# the framework's env, so a framework's value may hold ``ATTEMPT``: the kubelet replaces that
+# with the attempt each time the container starts (Kubernetes expands ``$(NAME)`` of a variable
+# set earlier).
 RESTART_ATTEMPT_ENV = "KUBETRAIN_RESTART_ATTEMPT"
 ATTEMPT = f"$({RESTART_ATTEMPT_ENV})"
 # With it, the job's restarts so far and the last restart's reason.
