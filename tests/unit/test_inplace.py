@@ -585,7 +585,9 @@ def test_an_agent_started_with_its_pod_does_not_restart_it_for_the_run_before(tm
     assert ends(agent_) == naming.AGENT_EXIT_CODE, "attempt 1 runs: a move restarts the pod"
 
 
-def test_an_agent_restarted_alone_after_its_word_still_restarts_the_pod_for_a_move(tmp_path: pathlib.Path) -> None:
+def test_an_agent_restarted_alone_after_its_word_still_restarts_the_pod_for_a_move(
+    tmp_path: pathlib.Path,
+) -> None:
     """The kubelet starts an agent that said its pod is held again alone, at once or after a
     back-off: after the barrier let the next attempt start, it is that attempt's agent all the
     same (before, it took itself for one started with the pod, and never restarted the pod for a
