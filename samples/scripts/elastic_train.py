@@ -21,7 +21,7 @@ then ends the process as it would have (by the signal, so torchrun reports the s
 Once done, the process leaves without the interpreter's teardown (``os._exit``, after destroying
 the process group and flushing its output). With torch 2.13 that teardown, of C++ threads its
 distributed objects left, aborted now and then ("terminate called without an active exception",
-SIGABRT; once in about 40 runs of tests/realcode/test_pytorch_elastic.py here, after the last step
+SIGABRT; once in about 35 runs of tests/realcode/test_pytorch_elastic.py here, after the last step
 was saved, and a CI run hung the same way). torchrun then restarts a worker group that has
 finished, and waits for peers that have left: the job hangs instead of ending.
 """
