@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pathlib
 import subprocess
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -466,6 +467,7 @@ class Pod:
         self.attempt, self.state = root / "attempt", root / "state"
         self.attempt.mkdir()
         self.state.mkdir()
+        self.started: list[subprocess.Popen[str]] = []
         self.label(0)
         self.open(0)
 
@@ -486,7 +488,18 @@ class Pod:
     def start(self, name: str) -> subprocess.Popen[str]:
         script = agent._agent_script(True, None) if name == "agent" else agent._BARRIER
         script = script.replace(agent.MOUNT, str(self.attempt)).replace(agent.STATE, str(self.state))
-        return subprocess.Popen(["sh", "-c", script], stdout=subprocess.PIPE, text=True)
+        self.started.append(subprocess.Popen(["sh", "-c", script], stdout=subprocess.PIPE, text=True))
+        return self.started[-1]
+
+
+@pytest.fixture
+def pod(tmp_path: pathlib.Path) -> Iterator[Pod]:
+    """A pod whose scripts are all stopped when the test ends, whatever happened (they loop)."""
+    made = Pod(tmp_path)
+    yield made
+    for p in made.started:
+        p.kill()
+        p.wait()
 
 
 def ends(p: subprocess.Popen[str], within: float = 3.0) -> int | None:
@@ -496,8 +509,7 @@ def ends(p: subprocess.Popen[str], within: float = 3.0) -> int | None:
         return None
 
 
-def test_a_failed_pod_is_held_and_said_held_once_then_moved_and_opened(tmp_path: pathlib.Path) -> None:
-    pod = Pod(tmp_path)
+def test_a_failed_pod_is_held_and_said_held_once_then_moved_and_opened(pod: Pod) -> None:
     assert ends(pod.start("barrier")) == 0, "attempt 0 is open: it starts"
     agent_ = pod.start("agent")
     assert ends(agent_, 0.6) is None, "attempt 0 runs: nothing to do"
@@ -516,10 +528,9 @@ def test_a_failed_pod_is_held_and_said_held_once_then_moved_and_opened(tmp_path:
     assert ends(agent_) == naming.AGENT_EXIT_CODE
 
 
-def test_the_barrier_writes_the_restart_env_of_the_attempt_it_lets_start(tmp_path: pathlib.Path) -> None:
+def test_the_barrier_writes_the_restart_env_of_the_attempt_it_lets_start(pod: Pod) -> None:
     """What the main container's env reads (``fileKeyRef``), in the kubelet's format: a value in
     single quotes, which it cannot escape."""
-    pod = Pod(tmp_path)
     assert ends(pod.start("barrier")) == 0
     assert pod.env() == [
         f"{render.RESTART_ATTEMPT_ENV}='0'",
@@ -540,8 +551,7 @@ def test_the_barrier_writes_the_restart_env_of_the_attempt_it_lets_start(tmp_pat
     ]
 
 
-def test_a_new_pod_made_closed_waits_and_its_agent_does_not_restart_it(tmp_path: pathlib.Path) -> None:
-    pod = Pod(tmp_path)
+def test_a_new_pod_made_closed_waits_and_its_agent_does_not_restart_it(pod: Pod) -> None:
     pod.open(-1)
     pod.label(3)
     barrier, agent_ = pod.start("barrier"), pod.start("agent")
@@ -570,10 +580,9 @@ def test_the_agents_word_is_charged_once_though_it_stays_until_the_pod_runs_agai
     assert w.status.restarts.user_code == 1
 
 
-def test_an_agent_started_with_its_pod_does_not_restart_it_for_the_run_before(tmp_path: pathlib.Path) -> None:
+def test_an_agent_started_with_its_pod_does_not_restart_it_for_the_run_before(pod: Pod) -> None:
     """Restarted with the whole pod, the agent starts before the barrier does, and finds the state
     of the run before ("running 0"): moved meanwhile, the pod runs nothing of attempt 0 any more."""
-    pod = Pod(tmp_path)
     assert ends(pod.start("barrier")) == 0
     agent_ = pod.start("agent")  # the kubelet restarted every container; the barrier is not up yet
     pod.label(1)
@@ -585,14 +594,11 @@ def test_an_agent_started_with_its_pod_does_not_restart_it_for_the_run_before(tm
     assert ends(agent_) == naming.AGENT_EXIT_CODE, "attempt 1 runs: a move restarts the pod"
 
 
-def test_an_agent_restarted_alone_after_its_word_still_restarts_the_pod_for_a_move(
-    tmp_path: pathlib.Path,
-) -> None:
+def test_an_agent_restarted_alone_after_its_word_still_restarts_the_pod_for_a_move(pod: Pod) -> None:
     """The kubelet starts an agent that said its pod is held again alone, at once or after a
     back-off: after the barrier let the next attempt start, it is that attempt's agent all the
     same (before, it took itself for one started with the pod, and never restarted the pod for a
     move: the job's next restart waited for the pod to stop, then made it again)."""
-    pod = Pod(tmp_path)
     assert ends(pod.start("barrier")) == 0
     pod.start("agent").kill()  # the main container failed: every container restarted
     barrier, agent_ = pod.start("barrier"), pod.start("agent")
