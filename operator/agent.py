@@ -74,6 +74,14 @@ MOUNT = "/etc/kubetrain/attempt"
 # started. A reader that finds the line empty (being written) looks again.
 STATE_VOLUME = "kubetrain-state"
 STATE = "/var/run/kubetrain-state"
+# The files of the attempt volume (:data:`MOUNT`) the agent and the barrier read: the pod's
+# attempt, the attempt its barrier may let start, and what goes with a move (the restart env).
+_ATTEMPT_FILES = {
+    "attempt": f"metadata.labels['{naming.ATTEMPT}']",
+    "opened": f"metadata.annotations['{naming.OPENED}']",
+    "restarts": f"metadata.annotations['{naming.RESTARTS}']",
+    "reason": f"metadata.annotations['{naming.LAST_RESTART_REASON}']",
+}
 # Also in the barrier's memory: the restart env of the attempt it last let start, in the format
 # the kubelet reads for ``fileKeyRef`` (``NAME='value'``, one a line, no quote in a value).
 ENV_FILE = "env"
@@ -221,24 +229,8 @@ def add(
                 "name": VOLUME,
                 "downwardAPI": {
                     "items": [
-                        {
-                            "path": "attempt",
-                            "fieldRef": {"fieldPath": f"metadata.labels['{naming.ATTEMPT}']"},
-                        },
-                        {
-                            "path": "opened",
-                            "fieldRef": {"fieldPath": f"metadata.annotations['{naming.OPENED}']"},
-                        },
-                        {
-                            "path": "restarts",
-                            "fieldRef": {"fieldPath": f"metadata.annotations['{naming.RESTARTS}']"},
-                        },
-                        {
-                            "path": "reason",
-                            "fieldRef": {
-                                "fieldPath": f"metadata.annotations['{naming.LAST_RESTART_REASON}']"
-                            },
-                        },
+                        {"path": path, "fieldRef": {"fieldPath": field}}
+                        for path, field in _ATTEMPT_FILES.items()
                     ]
                 },
             }
