@@ -18,6 +18,10 @@ restartMethod``): ``Recreate`` deletes every pod and makes it again (new sandbox
 again); ``InPlace`` moves the pods to the new attempt where they are and their kubelets restart
 every container in place. MPI's ranks print to the Launcher's ``mpirun``: its log holds every
 rank's lines.
+
+``--floor`` first measures what the kubelet takes by itself to restart a bare pod in place
+(floor.py), with and without an init container before its main container: the least any restart
+in place can take on these nodes, whatever the operator does.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from kubetrain.api import naming
 from kubetrain.devcluster import cluster as devcluster
 from kubetrain.devcluster import dev, process
 from kubetrain.operator import render
-from kubetrain_bench import ROOT, console, operator_process, samples, stats
+from kubetrain_bench import ROOT, console, floor, operator_process, samples, stats
 
 NAMESPACE = "restarts"
 JOINED = re.compile(r"rank (\d+)/\d+ .*joined the rendezvous")
@@ -60,6 +64,12 @@ def main() -> None:
         help="the pods' terminationGracePeriodSeconds (default: the sample's, Kubernetes' 30 s): how "
         "long a deleted rank that ignores SIGTERM holds a Recreate",
     )
+    p.add_argument(
+        "--floor",
+        action="store_true",
+        help="first measure the kubelet alone: a bare pod restarted in place by its own rule, "
+        "with no init container and with one (bench/kubetrain_bench/floor.py)",
+    )
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = p.parse_args()
     console.log("==> start a control plane with two real nodes (images built or reused)")
@@ -76,7 +86,14 @@ def main() -> None:
             c, f"--health-probe-bind-address=127.0.0.1:{port}", "--metrics-bind-address=0"
         )
         op = operator_process.start(argv, c.workdir / "logs" / "operator.log", port)
+        image = samples.load("v1beta1", JOBS["mpi"][0])["spec"]["replicaSpecs"]["Worker"]["template"]
         figures = {
+            f"kubelet, {'init' if init else 'no init'}": floor.measure(
+                c, NAMESPACE, image["spec"]["containers"][0]["image"], args.restarts, init=init
+            )
+            for init in ((False, True) if args.floor else ())
+        }
+        figures |= {
             f"{fw} {method}": measure(c, fw, method, args.restarts, args.fail_after, args.grace)
             for fw in args.frameworks.split(",")
             if fw

@@ -34,7 +34,9 @@ Env of the main container (``mpi`` / ``chainer``, else the only container):
 - the launcher, for OpenMPI (the default): ``OMPI_MCA_orte_default_hostfile`` (the
   hostfile), ``OMPI_MCA_plm_rsh_agent=ssh``, ``OMPI_MCA_orte_keep_fqdn_hostnames=true``
   (workers are reached by their Service names, which must not be cut to the first label),
-  ``OMPI_MCA_btl_tcp_if_exclude=lo,docker0``; for Intel MPI ``I_MPI_HYDRA_HOST_FILE``;
+  ``OMPI_MCA_btl_tcp_if_exclude=lo,docker0``, ``OMPI_MCA_odls_base_sigkill_timeout=0`` (a
+  failed world's other ranks are killed at once, not a second after SIGTERM on each Worker);
+  for Intel MPI ``I_MPI_HYDRA_HOST_FILE``;
   for MPICH ``HYDRA_HOST_FILE``. These are Open MPI 4 (ORTE) names; Open MPI 5 reads
   ``PRTE_MCA_*`` instead, so pass ``--hostfile`` there;
 - a launcher that requests no GPU: ``NVIDIA_VISIBLE_DEVICES`` and
@@ -100,6 +102,7 @@ IMPLEMENTATION_OPTION = "mpiImplementation"
 SLOTS_OPTION = "slotsPerWorker"
 HOSTFILE = f"{framework.CONFIG_MOUNT}/hostfile"
 ROLE = "K_MPI_JOB_ROLE"
+ABORT_GRACE = "OMPI_MCA_odls_base_sigkill_timeout"
 SSH_PORT = 22
 
 _LAUNCHER_ENV: Mapping[str, Mapping[str, str]] = {
@@ -108,6 +111,10 @@ _LAUNCHER_ENV: Mapping[str, Mapping[str, str]] = {
         "OMPI_MCA_plm_rsh_agent": "ssh",
         "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
         "OMPI_MCA_btl_tcp_if_exclude": "lo,docker0",
+        # When a rank fails, Open MPI's daemon on each Worker SIGTERMs the other ranks and waits
+        # a second before SIGKILL, for a world that is already broken; every restart waited for
+        # it (docs/performance.md). mpirun passes the value on to the daemons it starts.
+        ABORT_GRACE: "0",
     },
     INTEL: {"I_MPI_HYDRA_HOST_FILE": HOSTFILE},
     MPICH: {"HYDRA_HOST_FILE": HOSTFILE},

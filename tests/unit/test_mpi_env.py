@@ -110,6 +110,7 @@ NO_GPUS = {"NVIDIA_VISIBLE_DEVICES": "", "NVIDIA_DRIVER_CAPABILITIES": ""}
                 "OMPI_MCA_plm_rsh_agent": "ssh",
                 "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
                 "OMPI_MCA_btl_tcp_if_exclude": "lo,docker0",
+                "OMPI_MCA_odls_base_sigkill_timeout": "0",
                 **NO_GPUS,
             },
         ),
@@ -168,11 +169,16 @@ def test_hostfile_env_names_the_mounted_file() -> None:
     assert env["OMPI_MCA_orte_default_hostfile"] == f"{mounts['kubetrain-config']}/hostfile"
 
 
-def test_a_users_own_variable_is_kept() -> None:
-    tmpl = template(container("mpi", env=[{"name": "OMPI_MCA_btl_tcp_if_exclude", "value": "lo"}]))
+@pytest.mark.parametrize(
+    ("name", "value"),
+    # The second gives the other ranks of a failed world Open MPI's second after SIGTERM back.
+    [("OMPI_MCA_btl_tcp_if_exclude", "lo"), ("OMPI_MCA_odls_base_sigkill_timeout", "1")],
+)
+def test_a_users_own_variable_is_kept(name: str, value: str) -> None:
+    tmpl = template(container("mpi", env=[{"name": name, "value": value}]))
     job = a_job("hv").framework("mpi").replicas("Launcher", 1, tmpl=tmpl).replicas("Worker", 1).build()
-    env = [e for e in envs(job)["hv-launcher-0"].items() if e[0] == "OMPI_MCA_btl_tcp_if_exclude"]
-    assert env == [("OMPI_MCA_btl_tcp_if_exclude", "lo")]
+    env = [e for e in envs(job)["hv-launcher-0"].items() if e[0] == name]
+    assert env == [(name, value)]
 
 
 # --- chainer --------------------------------------------------------------------------------
