@@ -86,10 +86,11 @@ def main() -> None:
             c, f"--health-probe-bind-address=127.0.0.1:{port}", "--metrics-bind-address=0"
         )
         op = operator_process.start(argv, c.workdir / "logs" / "operator.log", port)
-        image = samples.load("v1beta1", JOBS["mpi"][0])["spec"]["replicaSpecs"]["Worker"]["template"]
+        worker = samples.load("v1beta1", JOBS["mpi"][0])["spec"]["replicaSpecs"]["Worker"]["template"]
+        image = worker["spec"]["containers"][0]["image"]
         figures = {
             f"kubelet, {'init' if init else 'no init'}": floor.measure(
-                c, NAMESPACE, image["spec"]["containers"][0]["image"], args.restarts, init=init
+                c, NAMESPACE, image, args.restarts, init=init
             )
             for init in ((False, True) if args.floor else ())
         }
