@@ -102,7 +102,6 @@ IMPLEMENTATION_OPTION = "mpiImplementation"
 SLOTS_OPTION = "slotsPerWorker"
 HOSTFILE = f"{framework.CONFIG_MOUNT}/hostfile"
 ROLE = "K_MPI_JOB_ROLE"
-ABORT_GRACE = "OMPI_MCA_odls_base_sigkill_timeout"
 SSH_PORT = 22
 
 _LAUNCHER_ENV: Mapping[str, Mapping[str, str]] = {
@@ -114,7 +113,7 @@ _LAUNCHER_ENV: Mapping[str, Mapping[str, str]] = {
         # When a rank fails, Open MPI's daemon on each Worker SIGTERMs the other ranks and waits
         # a second before SIGKILL, for a world that is already broken; every restart waited for
         # it (docs/performance.md). mpirun passes the value on to the daemons it starts.
-        ABORT_GRACE: "0",
+        "OMPI_MCA_odls_base_sigkill_timeout": "0",
     },
     INTEL: {"I_MPI_HYDRA_HOST_FILE": HOSTFILE},
     MPICH: {"HYDRA_HOST_FILE": HOSTFILE},
