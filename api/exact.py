@@ -52,9 +52,11 @@ from typing import Any
 
 import attrs
 
+from kubetrain.api import naming
+
 __all__ = ["FORM_DATA", "Form", "convert", "restore", "types_only"]
 
-FORM_DATA = "training.kubetrain.dev/conversion-form"
+FORM_DATA = naming.PREFIX + "conversion-form"
 """The annotation that holds a :class:`Form` as compact JSON."""
 
 LIST_KEY = "replicaType"

@@ -9,6 +9,11 @@ select a job's objects, one replica type, or one replica. A job's TensorBoard is
 and a Service named ``{job}-tensorboard``; its pods carry :func:`tensorboard_labels` (no
 replica type or index: they are not replicas, and no controller owner of the job's: the
 Deployment's ReplicaSet owns them).
+
+The resource itself is named here too — its group, kind and plural, which every version shares
+(each version's ``groupversion_info`` adds its own version) — and so is every label and annotation
+key that more than one package writes or reads, so that the operator, the client, the CLI and the
+dev cluster spell each one once.
 """
 
 from collections.abc import Mapping
@@ -18,16 +23,22 @@ __all__ = [
     "AGENT_EXIT_CODE",
     "ATTEMPT",
     "BARRIER",
+    "DEFAULT_CONTAINER",
     "GANG",
+    "GROUP",
     "HELD_EXIT_CODE",
     "HUNG_EXIT_CODE",
     "IN_PLACE_FEATURE",
     "JOB_NAME",
     "JOB_ROLE",
+    "KIND",
     "KUEUE_QUEUE_NAME",
     "KUEUE_RETRIABLE",
     "LAST_RESTART_REASON",
+    "MANAGER_NAME",
     "OPENED",
+    "PLURAL",
+    "PREFIX",
     "PROGRESS_DIR",
     "PROGRESS_FILE",
     "PROGRESS_FILE_ENV",
@@ -48,7 +59,14 @@ __all__ = [
     "tensorboard_name",
 ]
 
-PREFIX = "training.kubetrain.dev/"
+# The TrainingJob resource, in every version: trainingjobs.training.kubetrain.dev.
+GROUP = "training.kubetrain.dev"
+KIND = "TrainingJob"
+PLURAL = "trainingjobs"
+# spec.managedBy's value for jobs this operator manages.
+MANAGER_NAME = "kubetrain.dev/operator"
+# Labels and annotations of kubetrain's own are named in its group.
+PREFIX = GROUP + "/"
 JOB_NAME = PREFIX + "job-name"
 REPLICA_TYPE = PREFIX + "replica-type"
 REPLICA_INDEX = PREFIX + "replica-index"
@@ -61,6 +79,8 @@ GANG = PREFIX + "gang"
 # marked "false" lets Kueue finish the group's Workload once all its pods have ended).
 KUEUE_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
 KUEUE_RETRIABLE = "kueue.x-k8s.io/retriable-in-group"
+# kubectl's: the container that ``kubectl logs`` and ``exec`` pick when none is named.
+DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
 # A pod restarted in place (failurePolicy.restartMethod InPlace) keeps its name and UID and moves
 # to the new attempt: the operator relabels it (ATTEMPT), and its agent, which reads the label
 # through a downwardAPI volume, exits with AGENT_EXIT_CODE, on which the kubelet restarts every

@@ -47,7 +47,7 @@ class Kind:
         return base, url
 
 
-TRAININGJOBS = Kind("TrainingJob", f"/apis/{v1beta1.API_VERSION}", "trainingjobs")
+TRAININGJOBS = Kind(v1beta1.KIND, f"/apis/{v1beta1.API_VERSION}", v1beta1.PLURAL)
 PODS = Kind("Pod", "/api/v1", "pods")
 SERVICES = Kind("Service", "/api/v1", "services")
 EVENTS = Kind("Event", "/api/v1", "events")

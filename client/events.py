@@ -42,7 +42,7 @@ async def list_events(c: connection.Connection, job: v1beta1.TrainingJob) -> lis
         e
         for e in items
         if (e["involvedObject"].get("kind"), e["involvedObject"].get("name"))
-        in {("TrainingJob", name), *(("Pod", p) for p in pods)}
+        in {(v1beta1.KIND, name), *(("Pod", p) for p in pods)}
     ]
     events = [_event(e) for e in mine]
     oldest = datetime.datetime.min.replace(tzinfo=datetime.UTC)

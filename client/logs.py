@@ -169,7 +169,7 @@ async def _read(
 
 def _container(obj: Mapping[str, Any]) -> str:
     annotations = obj["metadata"].get("annotations") or {}
-    chosen = annotations.get("kubectl.kubernetes.io/default-container")
+    chosen = annotations.get(naming.DEFAULT_CONTAINER)
     return str(chosen or obj["spec"]["containers"][0]["name"])
 
 

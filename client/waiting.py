@@ -54,7 +54,7 @@ async def wait(
         async with contextlib.aclosing(watch.changes(c, connection.TRAININGJOBS, ns, params)) as changes:
             async for kind, obj in changes:
                 if kind == "DELETED":
-                    raise errors.NotFound("TrainingJob", name, ns)
+                    raise errors.NotFound(connection.TRAININGJOBS.name, name, ns)
                 last = jobs.decode(obj)
                 if outcome(last, until):
                     return last

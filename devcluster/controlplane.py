@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 import attrs
 import yaml
 
-from kubetrain.api import crd
+from kubetrain.api import crd, v1alpha1, v1beta1
 from kubetrain.devcluster import binaries as binaries_
 from kubetrain.devcluster import process
 from kubetrain.operator import pki
@@ -156,8 +156,8 @@ class ControlPlane:
         ).stdout
         self.kubectl("apply", "--server-side", "-f", "-", input=manifest)
         self.wait_established(timeout)
-        for version in ("v1beta1", "v1alpha1"):
-            path = f"/apis/training.kubetrain.dev/{version}/trainingjobs?watch=1&timeoutSeconds=1"
+        for version in (v1beta1.VERSION, v1alpha1.VERSION):
+            path = f"/apis/{v1beta1.GROUP}/{version}/{v1beta1.PLURAL}?watch=1&timeoutSeconds=1"
             process.wait_until(
                 f"TrainingJob {version} to serve watches",
                 lambda path=path: self.kubectl("get", "--raw", path, check=False).returncode == 0,

@@ -34,7 +34,7 @@ import yaml
 
 from kubetrain.api import crd, v1beta1
 from kubetrain.devcluster import controlplane, process
-from kubetrain.operator import pki, webhooks
+from kubetrain.operator import pki, webhook_endpoints
 
 __all__ = [
     "NAMESPACE",
@@ -52,7 +52,6 @@ __all__ = [
 NAMESPACE = "kubetrain-system"
 SERVICE_ACCOUNT = "kubetrain-controller-manager"
 DEPLOYMENT = "kubetrain-controller-manager"
-WEBHOOK_SERVICE = "kubetrain-webhook-service"
 # The Secret the Deployment mounts and cert-manager's Certificate writes (no prefix: kustomize does not
 # rename a Secret it does not build).
 SERVING_SECRET = "webhook-server-cert"
@@ -89,9 +88,8 @@ def apply(
 
 def point_webhooks_at(c: controlplane.ControlPlane, base: str) -> None:
     """Send the apiserver's webhook calls to ``base`` (``https://127.0.0.1:<port>``)."""
-    crd_patch = {
-        "spec": {"conversion": {"webhook": {"clientConfig": {"service": None, "url": f"{base}/convert"}}}}
-    }
+    url = f"{base}{webhook_endpoints.CONVERT_PATH}"
+    crd_patch = {"spec": {"conversion": {"webhook": {"clientConfig": {"service": None, "url": url}}}}}
     c.kubectl("patch", "crd", crd.NAME, "--type=merge", "-p", json.dumps(crd_patch))
     _patch_webhooks(
         c,
@@ -113,15 +111,14 @@ def _patch_webhooks(
     c: controlplane.ControlPlane, ops_for: Callable[[int, dict[str, Any]], list[dict[str, Any]]]
 ) -> None:
     """A JSON patch of the ValidatingWebhookConfiguration: ``ops_for(index, webhook)`` for each."""
-    vwc = json.loads(
-        c.kubectl("get", "validatingwebhookconfiguration", webhooks.CONFIGURATION_NAME, "-o", "json").stdout
-    )
+    name = webhook_endpoints.CONFIGURATION_NAME
+    vwc = json.loads(c.kubectl("get", "validatingwebhookconfiguration", name, "-o", "json").stdout)
     ops = [op for i, w in enumerate(vwc["webhooks"]) for op in ops_for(i, w)]
     if ops:
         c.kubectl(
             "patch",
             "validatingwebhookconfiguration",
-            webhooks.CONFIGURATION_NAME,
+            name,
             "--type=json",
             "-p",
             json.dumps(ops),
@@ -161,7 +158,7 @@ def manager_flags(kubeconfig: pathlib.Path, cert_dir: pathlib.Path, port: int) -
 def issue_serving_certificate(c: controlplane.ControlPlane) -> None:
     """cert-manager's part: the webhook Service's certificate in its Secret, and the CA injected."""
     ca = pki.new_ca("kubetrain-webhook-ca")
-    service = f"{WEBHOOK_SERVICE}.{NAMESPACE}.svc"
+    service = f"{webhook_endpoints.SERVICE}.{NAMESPACE}.svc"
     serving = pki.issue(ca, "kubetrain-webhook", hosts=(service, f"{service}.cluster.local"), server=True)
     secret = {
         "apiVersion": "v1",

@@ -25,7 +25,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from kubetrain.api import naming
+from kubetrain.api import naming, v1beta1
 from kubetrain.devcluster import binaries, cluster, deploy, images, process
 
 __all__ = ["down", "kubeconfig_path", "state_dir", "up"]
@@ -256,8 +256,8 @@ def _webhooks_answer(c: cluster.Cluster) -> bool:
     # A v1alpha1 list goes through the conversion webhook once there is an object to convert;
     # a server-side dry-run create goes through the validating webhook always.
     probe = {
-        "apiVersion": "training.kubetrain.dev/v1beta1",
-        "kind": "TrainingJob",
+        "apiVersion": v1beta1.API_VERSION,
+        "kind": v1beta1.KIND,
         "metadata": {"name": "probe", "namespace": "default"},
         "spec": {
             "framework": {"name": "tensorflow"},

@@ -27,6 +27,7 @@ from kubetrain.operator import (
     projection,
     scheduling,
     trainingjob_controller,
+    webhook_endpoints,
     webhooks,
 )
 from kubetrain.operator.policies import avoid, progress
@@ -73,7 +74,7 @@ def parser() -> argparse.ArgumentParser:
         help="a DNS name or IP for the self-signed serving certificate (repeatable; "
         "default: the webhook Service's names in --leader-election-namespace)",
     )
-    p.add_argument("--webhook-configuration", default=webhooks.CONFIGURATION_NAME)
+    p.add_argument("--webhook-configuration", default=webhook_endpoints.CONFIGURATION_NAME)
     p.add_argument(
         "--gang-scheduler",
         default=scheduling.registry.AUTO,
@@ -215,12 +216,12 @@ def build(
     # A job's Services and ConfigMap matter by being there: made by its own pass, only their
     # deletion needs it again. Every change to its pods does.
     owned = [
-        controller.OwnedKind(i, "TrainingJob", events=None if r is client.PODS else {"DELETED"})
+        controller.OwnedKind(i, client.TRAININGJOBS.kind, events=None if r is client.PODS else {"DELETED"})
         for r, i in children.items()
     ]
     if workloads is not None:
         # Every change of a Workload's status (admitted, evicted) is the job's business.
-        owned.append(controller.OwnedKind(workloads, "TrainingJob"))
+        owned.append(controller.OwnedKind(workloads, client.TRAININGJOBS.kind))
     trainingjobs = controller.Controller(
         "trainingjob", reconciler, jobs, owned, workers=args.max_concurrent_reconciles
     )
@@ -242,7 +243,7 @@ async def run(args: argparse.Namespace) -> int:
     accelerator_config = accelerators.load(args.accelerator_config) if args.accelerator_config else None
     api = await client.Client.connect(args.kubeconfig, qps=args.kube_api_qps, burst=args.kube_api_burst)
     if args.webhook_self_signed and args.webhook_port:
-        service = f"kubetrain-webhook-service.{args.leader_election_namespace}.svc"
+        service = f"{webhook_endpoints.SERVICE}.{args.leader_election_namespace}.svc"
         ca = webhooks.certificates.write(
             args.cert_dir, args.webhook_host or [service, f"{service}.cluster.local"]
         )

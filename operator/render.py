@@ -36,7 +36,6 @@ from kubetrain.operator.scheduling import backend
 
 __all__ = [
     "CONFIG_MOUNT",
-    "DEFAULT_CONTAINER",
     "LAST_RESTART_REASON_ENV",
     "RESTARTS_ENV",
     "RESTART_ATTEMPT_ENV",
@@ -60,8 +59,6 @@ RESTART_ATTEMPT_ENV = fw_contract.RESTART_ATTEMPT_ENV
 RESTARTS_ENV = fw_contract.RESTARTS_ENV
 LAST_RESTART_REASON_ENV = fw_contract.LAST_RESTART_REASON_ENV
 RESTART_ENV = (RESTART_ATTEMPT_ENV, RESTARTS_ENV, LAST_RESTART_REASON_ENV)
-# The annotation kubectl reads to choose a pod's container when none is named.
-DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
 
 Object = dict[str, Any]
 
@@ -335,7 +332,7 @@ def _pod(
     container = fw_contract.main_container(template, fw.container)
     assert container is not None, "validated above"
     # `kubectl logs POD` and `kubetrain logs` read the training process, not a sidecar.
-    annotations = {DEFAULT_CONTAINER: container["name"], **(tmeta.get("annotations") or {})}
+    annotations = {naming.DEFAULT_CONTAINER: container["name"], **(tmeta.get("annotations") or {})}
     restart_env = _restart_env(world.job.status, attempt)
     # The restart env first: a framework's value may refer to the attempt (fw_contract.ATTEMPT).
     progress = world.job.spec.progress

@@ -27,11 +27,11 @@ from typing import TypeVar
 
 import attrs
 
-from kubetrain.api import conversion, validation, wire
+from kubetrain.api import conversion, naming, validation, wire
 from kubetrain.api import v1beta1 as hub
 from kubetrain.api.v1alpha1 import trainingjob_types as alpha
 
-CONVERSION_DATA = "training.kubetrain.dev/conversion-data"
+CONVERSION_DATA = naming.PREFIX + "conversion-data"
 
 T = TypeVar("T")
 Names = Callable[[str], str]

@@ -15,7 +15,7 @@ from kubetrain.api.v1beta1.framework_types import (
     PyTorchOptions,
     TensorFlowOptions,
 )
-from kubetrain.api.v1beta1.groupversion_info import API_VERSION, GROUP, KIND, VERSION
+from kubetrain.api.v1beta1.groupversion_info import API_VERSION, GROUP, KIND, PLURAL, VERSION
 from kubetrain.api.v1beta1.policy_types import (
     Budget,
     Budgets,
@@ -62,6 +62,7 @@ __all__ = [
     "API_VERSION",
     "GROUP",
     "KIND",
+    "PLURAL",
     "VERSION",
     "AvoidedNode",
     "Budget",

@@ -27,7 +27,7 @@ import time
 from typing import Any
 
 from kubetrain.api import crd
-from kubetrain.operator import webhooks
+from kubetrain.operator import webhook_endpoints
 from kubetrain.operator.runtime import client
 from kubetrain_bench import ROOT, deployment, samples
 from kubetrain_bench.console import log
@@ -68,7 +68,7 @@ async def measure(d: deployment.Deployment, count: int) -> dict[str, list[float]
         await timed(api, valid, 10, allowed=True)  # warm caches and connections
         results = {"valid": await timed(api, valid, count, allowed=True)}
         results["refused"] = await timed(api, refused, count, allowed=False)
-        d.cluster.kubectl("delete", "validatingwebhookconfiguration", webhooks.CONFIGURATION_NAME)
+        d.cluster.kubectl("delete", "validatingwebhookconfiguration", webhook_endpoints.CONFIGURATION_NAME)
         await asyncio.sleep(2)  # the apiserver drops the configuration from its webhook cache
         results["no webhook"] = await timed(api, valid, count, allowed=True)
     return results

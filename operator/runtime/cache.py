@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from kubetrain.api import v1beta1
 from kubetrain.api.meta import controller_of
 
 __all__ = ["Expectations", "Indexer", "Store", "Tombstones", "by_owner", "controller_of", "key_of"]
@@ -28,7 +29,7 @@ def key_of(obj: Mapping[str, Any]) -> str:
     return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
 
 
-def by_owner(kind: str = "TrainingJob") -> Indexer:
+def by_owner(kind: str = v1beta1.KIND) -> Indexer:
     """Index by the ``namespace/name`` of the controlling owner of ``kind``."""
 
     def index(obj: Obj) -> list[str]:

@@ -20,6 +20,7 @@ from typing import Any
 import kr8s.asyncio
 from opentelemetry import trace
 
+from kubetrain.api import v1beta1
 from kubetrain.operator.resources import Resource
 from kubetrain.operator.runtime import metrics, ratelimit, transport
 
@@ -65,7 +66,7 @@ VALIDATING_WEBHOOK_CONFIGURATIONS = Resource(
     "ValidatingWebhookConfiguration",
     False,
 )
-TRAININGJOBS = Resource("training.kubetrain.dev", "v1beta1", "trainingjobs", "TrainingJob")
+TRAININGJOBS = Resource(v1beta1.GROUP, v1beta1.VERSION, v1beta1.PLURAL, v1beta1.KIND)
 # What a TrainingJob renders, by kind.
 CHILDREN = {r.kind: r for r in (PODS, POD_TEMPLATES, SERVICES, CONFIGMAPS, SECRETS, DEPLOYMENTS)}
 

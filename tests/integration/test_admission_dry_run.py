@@ -18,7 +18,7 @@ from testkit.builders import a_job
 from kubetrain.api import scheme
 from kubetrain.devcluster import cluster as devcluster
 from kubetrain.operator.runtime import client
-from kubetrain.operator.webhooks import admission
+from kubetrain.operator.webhooks import validating
 
 
 def job(namespace: str, **container: Any) -> dict[str, Any]:
@@ -36,7 +36,7 @@ async def review(
     body = {
         "request": {"uid": "u", "namespace": obj["metadata"]["namespace"], "object": obj, "oldObject": old}
     }
-    response: dict[str, Any] = (await admission.Admission(api).review(body))["response"]
+    response: dict[str, Any] = (await validating.Admission(api).review(body))["response"]
     return response
 
 

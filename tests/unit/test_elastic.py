@@ -20,7 +20,7 @@ from kubetrain.operator import render
 from kubetrain.operator.frameworks import framework, pytorch
 from kubetrain.operator.policies import cleanup, pacing
 from kubetrain.operator.scheduling import gang
-from kubetrain.operator.webhooks import admission
+from kubetrain.operator.webhooks import validating
 
 S = v1beta1.JobState
 
@@ -145,11 +145,11 @@ def test_admission_lets_an_elastic_job_scale_and_keeps_a_fixed_one_fixed() -> No
     old = scheme.encode(elastic_job(2))
     new = copy.deepcopy(old)
     new["spec"]["replicaSpecs"]["Worker"]["replicas"] = 4
-    assert admission.errors(new, old) == []
+    assert validating.errors(new, old) == []
     fixed = scheme.encode(a_job("pt").framework("pytorch").replicas("Worker", 2).build())
     grown = copy.deepcopy(fixed)
     grown["spec"]["replicaSpecs"]["Worker"]["replicas"] = 3
-    assert [str(e) for e in admission.errors(grown, fixed)] == [
+    assert [str(e) for e in validating.errors(grown, fixed)] == [
         "spec.replicaSpecs.Worker.replicas: replicas change only while the job is suspended, "
         "or in an elastic job (framework.pytorch.elastic)"
     ]

@@ -10,7 +10,10 @@ lists ``lazily`` only inside a function (loaded when that verb runs, not at star
 the API and itself, so no import of it can reach the runtime, the webhooks or the reconciler;
 a subprocess then checks the same from the other side — ``kubetrain render``, ``convert``,
 ``submit`` and ``migrate-storage`` run, and neither the runtime, the webhooks nor aiohttp is in
-``sys.modules``. tests and bench are outside the six packages and import what they test.
+``sys.modules``. The dev cluster likewise takes from the operator only its certificates
+(``pki``), the webhooks' names (``webhook_endpoints``) and pure parts, and every module of it
+loaded (what ``kubetrain dev`` runs) leaves the runtime, the webhooks and aiohttp out. tests and
+bench are outside the six packages and import what they test.
 """
 
 from __future__ import annotations
@@ -51,7 +54,10 @@ PURE = (
     "kubetrain.operator.resources",
     "kubetrain.operator.scheduling",
     "kubetrain.operator.tensorboard",
+    "kubetrain.operator.webhook_endpoints",
 )
+# What the dev cluster takes from the operator: the pure parts, and the certificates it issues.
+DEVCLUSTER = ("kubetrain.api", "kubetrain.devcluster", "kubetrain.operator.pki", *PURE)
 CLI = ("kubetrain.api", "kubetrain.client", "kubetrain.cli", "kubetrain.operator.policies")
 CLI_TOOLS = ("kubetrain.convert", *PURE)
 
@@ -95,9 +101,10 @@ RULES: dict[str, Rule] = {
         lazily=(*CLI_TOOLS, "kubetrain.devcluster"),
     ),
     "kubetrain.devcluster": Rule(
-        ("kubetrain.api", "kubetrain.operator", "kubetrain.devcluster"),
-        "the dev cluster deploys the operator (certificates, webhooks, images); nothing imports it "
-        "back but the dev verbs",
+        DEVCLUSTER,
+        "the dev cluster deploys the operator (its manifests, certificates, webhooks' names and "
+        "images) but runs none of it in process: never the runtime, the webhooks or the reconciler; "
+        "nothing imports it back but the dev verbs",
     ),
 }
 
@@ -221,9 +228,13 @@ def test_the_checker_catches_imports_across_the_layers() -> None:
                 from kubetrain.devcluster import dev
             """,
         ),
-        module("kubetrain.operator.render", "from kubetrain.operator.webhooks import admission\n"),
+        module("kubetrain.operator.render", "from kubetrain.operator.webhooks import validating\n"),
         module(
-            "kubetrain.convert.checked", "def f():\n    from kubetrain.operator.webhooks import admission\n"
+            "kubetrain.convert.checked", "def f():\n    from kubetrain.operator.webhooks import validating\n"
+        ),
+        module("kubetrain.devcluster.deployed", "from kubetrain.operator import pki, webhooks\n"),
+        module(
+            "kubetrain.devcluster.started", "def f():\n    from kubetrain.operator.runtime import client\n"
         ),
         module(
             "kubetrain.operator.fine",
@@ -238,8 +249,10 @@ def test_the_checker_catches_imports_across_the_layers() -> None:
         "kubetrain/cli/eager.py:1: kubetrain.cli.eager imports kubetrain.operator.render at start-up "
         "(only inside a verb's function)",
         "kubetrain/cli/eager.py:7: kubetrain.cli.eager imports kubetrain.devcluster.dev",
-        "kubetrain/operator/render.py:1: kubetrain.operator.render imports kubetrain.operator.webhooks.admission",
-        "kubetrain/convert/checked.py:2: kubetrain.convert.checked imports kubetrain.operator.webhooks.admission",
+        "kubetrain/operator/render.py:1: kubetrain.operator.render imports kubetrain.operator.webhooks.validating",
+        "kubetrain/convert/checked.py:2: kubetrain.convert.checked imports kubetrain.operator.webhooks.validating",
+        "kubetrain/devcluster/deployed.py:1: kubetrain.devcluster.deployed imports kubetrain.operator.webhooks",
+        "kubetrain/devcluster/started.py:2: kubetrain.devcluster.started imports kubetrain.operator.runtime.client",
     ]
 
 
@@ -284,6 +297,27 @@ def test_render_convert_submit_and_migrate_storage_load_no_runtime_webhooks_or_a
     assert "spec.replicaSpecs.Launcher: tensorflow has no replica type Launcher" in out["errors"][3]
     assert "cannot reach the cluster" in out["errors"][4]
     assert "cannot reach the cluster" in out["errors"][5]
+    assert out["loaded"] == []
+
+
+def test_kubetrain_dev_loads_no_runtime_webhooks_or_aiohttp() -> None:
+    # A dev verb that runs without a cluster (it loads kubetrain.devcluster.dev, as they all do),
+    # then every module of the dev cluster.
+    out = _python(
+        """\
+        import contextlib, importlib, io, pkgutil
+        from kubetrain.cli import main
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            out["code"] = main.main(["dev", "kubeconfig"])  # its path, or: no dev cluster is up
+        out["dev"] = "kubetrain.devcluster.dev" in sys.modules
+        import kubetrain.devcluster
+        for m in pkgutil.iter_modules(kubetrain.devcluster.__path__):
+            importlib.import_module("kubetrain.devcluster." + m.name)
+        """,
+        tuple(u for u in RUNTIME if u != "kubetrain.devcluster"),
+    )
+    assert out["code"] in (0, 1)
+    assert out["dev"]
     assert out["loaded"] == []
 
 

@@ -16,7 +16,7 @@ from kubetrain.api import crd, naming, scheme, v1alpha1, v1beta1, validation
 from kubetrain.devcluster import images
 from kubetrain.operator import lifecycle, render, tensorboard
 from kubetrain.operator.frameworks import pytorch, registry
-from kubetrain.operator.webhooks import admission, dryrun
+from kubetrain.operator.webhooks import dryrun, validating
 
 PVC = {"name": "logs", "persistentVolumeClaim": {"claimName": "training-logs"}}
 BOARD = v1beta1.TensorBoardSpec(log_dir="/logs/run")
@@ -292,12 +292,12 @@ def encoded(job: v1beta1.TrainingJob) -> dict[str, Any]:
 def test_a_tensorboard_may_be_added_but_not_changed_or_removed() -> None:
     job = job_with()
     without = encoded(attrs.evolve(job, spec=attrs.evolve(job.spec, tensorboard=None)))
-    assert admission.errors(encoded(job), without) == []
+    assert validating.errors(encoded(job), without) == []
     changed = encoded(
         attrs.evolve(job, spec=attrs.evolve(job.spec, tensorboard=v1beta1.TensorBoardSpec(log_dir="/logs")))
     )
     for new in (changed, without):
-        (error,) = admission.errors(new, encoded(job))
+        (error,) = validating.errors(new, encoded(job))
         assert str(error).startswith("spec.tensorboard: field is immutable once set")
 
 

@@ -9,7 +9,7 @@ from testkit.builders import a_job, a_legacy_job
 
 from kubetrain.api import scheme, v1alpha1, v1beta1
 from kubetrain.operator.frameworks import registry
-from kubetrain.operator.webhooks import admission, conversion
+from kubetrain.operator.webhooks import conversion, validating
 
 
 def hub(name: str = "tj", **spec: Any) -> dict[str, Any]:
@@ -61,7 +61,7 @@ def test_a_conversion_that_fails_says_which_object_and_why() -> None:
 
 def admit(new: dict[str, Any] | None, old: dict[str, Any] | None = None) -> dict[str, Any]:
     body = {"request": {"uid": "a-1", "object": new, "oldObject": old}}
-    response: dict[str, Any] = admission.answer(body, registry.Registry(registry.BUILTINS))["response"]
+    response: dict[str, Any] = validating.answer(body, registry.Registry(registry.BUILTINS))["response"]
     assert response["uid"] == "a-1"
     return response
 
@@ -124,12 +124,12 @@ def test_immutable_fields_stay_put_and_templates_change_only_while_suspended() -
 def test_managed_by_is_one_field_with_a_deprecated_predecessor_and_never_changes() -> None:
     multikueue = "kueue.x-k8s.io/multikueue"
     new = hub(managed_by=multikueue)
-    assert admission.answer({"request": {"uid": "u", "object": new}})["response"] == {
+    assert validating.answer({"request": {"uid": "u", "object": new}})["response"] == {
         "uid": "u",
         "allowed": True,
     }
     old_style = hub(run_policy=v1beta1.RunPolicy(managed_by=multikueue))
-    said = admission.answer({"request": {"uid": "u", "object": old_style}})["response"]
+    said = validating.answer({"request": {"uid": "u", "object": old_style}})["response"]
     assert said["allowed"]
     assert said["warnings"] == [
         "spec.runPolicy.managedBy is deprecated: set spec.managedBy, the field MultiKueue reads"

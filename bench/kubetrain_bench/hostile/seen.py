@@ -7,18 +7,14 @@ import collections
 import time
 from typing import Any
 
-from kubetrain.api import scheme
+from kubetrain.api import naming, scheme, v1alpha1, v1beta1
 from kubetrain.operator import render
 from kubetrain.operator.frameworks import registry
 from kubetrain.operator.runtime import client
 from kubetrain_bench.watch import list_and_watch
 
-GROUP = "training.kubetrain.dev"
-RESOURCES = {
-    "v1beta1": client.Resource(GROUP, "v1beta1", "trainingjobs", "TrainingJob"),
-    "v1alpha1": client.Resource(GROUP, "v1alpha1", "trainingjobs", "TrainingJob"),
-}
-MANAGER = "kubetrain.dev/operator"
+RESOURCES = {v.VERSION: client.Resource(v.GROUP, v.VERSION, v.PLURAL, v.KIND) for v in (v1beta1, v1alpha1)}
+MANAGER = naming.MANAGER_NAME
 
 
 class Seen:
