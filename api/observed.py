@@ -93,6 +93,9 @@ class Pod:
     held_attempt: int | None = None
     # Its pod restartPolicy.
     restart_policy: str = "Always"
+    # The gang group it was made to join (its label), if any: a pod moved to a new attempt in place
+    # still belongs to the group it was placed with.
+    gang: str | None = None
 
     @property
     def crashes(self) -> int:
@@ -211,6 +214,7 @@ class Pod:
             held_signal=_held_signal(agent_end),
             held_attempt=_held_attempt(agent_end),
             restart_policy=(obj.get("spec") or {}).get("restartPolicy", "Always"),
+            gang=labels.get(naming.GANG),
         )
 
 

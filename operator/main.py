@@ -185,7 +185,7 @@ def build(
         api, interval=args.progress_interval, budget=args.progress_reads_per_second
     )
     # Kueue's Workload route: the jobs' Workloads, and the flavors their admissions name.
-    workloads = flavors = None
+    workloads = flavors = priorities = None
     if workloads_served:
         workloads = mgr.informer(
             scheduling.workload.WORKLOADS,
@@ -194,6 +194,7 @@ def build(
             transform=projection.workload,
         )
         flavors = mgr.informer(scheduling.workload.RESOURCE_FLAVORS, transform=projection.resource_flavor)
+        priorities = mgr.informer(scheduling.workload.PRIORITY_CLASSES, transform=projection.priority_class)
     reconciler = trainingjob_controller.TrainingJobReconciler(
         api,
         jobs=jobs,
@@ -210,6 +211,7 @@ def build(
         reader=reader,
         workloads=workloads,
         flavors=flavors,
+        priorities=priorities,
     )
     if mgr.webhooks is not None:
         webhooks.register(mgr.webhooks, api, accelerator_config)

@@ -195,6 +195,13 @@ def resource_flavor(obj: Obj) -> Obj:
     return out
 
 
+def priority_class(obj: Obj) -> Obj:
+    """A PriorityClass's name and value (Kueue orders a queued job's Workload by it)."""
+    out = _object(obj, _identity(obj.get("metadata") or {}))
+    out["value"] = obj.get("value") or 0
+    return out
+
+
 def training_job(obj: Obj) -> Obj:
     meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
     annotations = meta.get("annotations")

@@ -104,7 +104,8 @@ def render(
         objects.extend(_services(world, fw))
     late = {key: fw.starts_late(key) for key in job.spec.replica_specs}
     gangs = scheduling.gang.of_attempts(job, late)
-    joined = _joined(job, world, gangs, joining, pods)
+    created = [(r.type, r.index) for r in world.replicas if _wanted(r, pods)]
+    joined = scheduling.gang.joined(job, gangs, joining, created)
     every = [*gangs.values(), *joined.values()]
     groups = {g.name: scheduler.group(g, owner_reference(job)) for g in every if g is not None}
     objects.extend(g for g in groups.values() if g is not None)
@@ -178,22 +179,6 @@ def workload(
 
 def _wanted(r: fw_contract.Replica, pods: Collection[tuple[str, int]] | None) -> bool:
     return pods is None or (r.type, r.index) in pods
-
-
-def _joined(
-    job: v1beta1.TrainingJob,
-    world: fw_contract.World,
-    gangs: Mapping[str, scheduling.gang.Gang],
-    joining: Collection[str],
-    pods: Collection[tuple[str, int]] | None,
-) -> dict[str, scheduling.gang.Gang | None]:
-    """Replica type -> the gang of its pods created into an attempt under way (None: alone)."""
-    out: dict[str, scheduling.gang.Gang | None] = {}
-    for attempt in sorted({gangs[k].attempt for k in joining if k in gangs}):
-        keys = [k for k in joining if k in gangs and gangs[k].attempt == attempt]
-        created = [(r.type, r.index) for r in world.replicas if r.type in keys and _wanted(r, pods)]
-        out.update(dict.fromkeys(keys, scheduling.gang.of_joiners(job, created, gangs[keys[0]])))
-    return out
 
 
 def _schedule(

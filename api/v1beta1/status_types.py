@@ -174,6 +174,15 @@ class Refusal:
     observed_generation: Annotated[
         int | None, schema.Field(minimum=0, doc="The generation of the spec the object was rendered from.")
     ] = None
+    reason: Annotated[
+        str | None,
+        schema.Field(
+            max_length=63,
+            doc="The operator's own verdict on an answer of the apiserver: NameTaken (another object "
+            "holds the name), NameHeld (held by what is going away), NotServed (the cluster does not "
+            "serve the kind); unset for the apiserver's own refusal.",
+        ),
+    ] = None
 
 
 @attrs.frozen(kw_only=True, field_transformer=schema.validated)

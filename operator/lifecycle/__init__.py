@@ -68,10 +68,25 @@ Around the step, what the reconciler used to decide for itself is decided here t
   behind, as the ReplicaSet controller waits for its expectations.
 - **Invalid specs**: a job that cannot be read or run (:class:`Invalid`) fails once, with
   ``InvalidSpec`` and every field error, and is left alone after.
+- **Jobs managed elsewhere** (``spec.managedBy``): left alone, but for one MultiKueue dispatches,
+  whose Workload is made (with its PriorityClass's value) on the manager cluster.
+- **Gang groups**: the groups the pods made now join and that the job is not known to have are
+  created (:attr:`Decision.groups`), before the pods; a group of an attempt no pod joins any more
+  is deleted (:attr:`Decision.delete_groups`); an operator that started after the job's first
+  restart lists the job's groups first (:attr:`Decision.look_up_groups`). What the job has is this
+  process's memory of the job's UID, never its name: a job made again under its name gets its own.
+- **Creation**: the pods to create go in batches that double from 8 to 256
+  (:mod:`~kubetrain.operator.policies.creation`, :attr:`Decision.batches`), after the job's shared
+  objects and gang groups; a refusal stops the rest until the next pass. Each refusal of the last
+  try is told once as a ``FailedCreate`` Event (:attr:`Input.untold`).
+- **The finished Workload** carries the job's outcome and the message of the condition that
+  ended it (:attr:`Decision.finished`).
 
-Modules: ``values`` (what a step reads and decides), ``step`` (the step), ``tally`` (the replica
-statuses it writes), ``invalid`` (the decision for an unreadable job), ``transitions`` (the table of
-states and its diagram).
+Modules: ``values`` (what a step reads and decides), ``step`` (the step), ``refusals`` (its part
+that shows and times refused creates), ``around`` (what it decides around the job's own course:
+jobs managed elsewhere, pacing, gang groups, a finished Workload's outcome), ``tally`` (the replica
+statuses it writes), ``invalid`` (the decision for an unreadable job), ``transitions`` (the table
+of states and its diagram).
 """
 
 from kubetrain.operator.lifecycle.step import DEFAULT_REFUSAL_GRACE_SECONDS, step
@@ -81,6 +96,7 @@ from kubetrain.operator.lifecycle.values import (
     Defaults,
     Delete,
     Event,
+    Finished,
     Input,
     Invalid,
     Move,
@@ -93,6 +109,7 @@ __all__ = [
     "Defaults",
     "Delete",
     "Event",
+    "Finished",
     "Input",
     "Invalid",
     "Move",

@@ -15,7 +15,8 @@ import attrs
 
 from kubetrain.api import naming, observed, v1beta1
 from kubetrain.operator import conditions, tensorboard
-from kubetrain.operator.lifecycle import invalid, tally
+from kubetrain.operator.lifecycle import around, invalid, refusals, tally
+from kubetrain.operator.lifecycle.refusals import DEFAULT_REFUSAL_GRACE_SECONDS
 from kubetrain.operator.lifecycle.values import Decision, Delete, Event, Input, Invalid, Move
 from kubetrain.operator.policies import (
     admission,
@@ -24,13 +25,12 @@ from kubetrain.operator.policies import (
     budget,
     classify,
     cleanup,
+    creation,
     deadline,
     failure,
     inplace,
-    pacing,
     placement,
     progress,
-    refusal,
     success,
     ttl,
     vanished,
@@ -39,9 +39,6 @@ from kubetrain.operator.scheduling import gang, kueue
 from kubetrain.operator.scheduling import workload as workload_
 
 __all__ = ["DEFAULT_REFUSAL_GRACE_SECONDS", "step"]
-
-# failurePolicy.refusalGraceSeconds when the job does not say.
-DEFAULT_REFUSAL_GRACE_SECONDS = 300
 
 S = v1beta1.JobState
 C = v1beta1.ConditionType
@@ -52,15 +49,9 @@ def step(inp: Input | Invalid) -> Decision:
     """The new status, and what to do, for one look at a job."""
     if isinstance(inp, Invalid):
         return invalid.reject(inp)
-    return _paced(inp, _Step(inp).run())
-
-
-def _paced(inp: Input, decision: Decision) -> Decision:
-    """``decision``, or nothing until later if it would only write the starting pods' counts."""
-    if decision.acts:
-        return decision
-    hold = pacing.delay(inp.status, decision.status, inp.last_write, inp.now, due=decision.requeue_after)
-    return Decision(status=inp.status, requeue_after=hold) if hold else decision
+    if inp.spec.manager not in (None, naming.MANAGER_NAME):
+        return around.elsewhere(inp)
+    return around.paced(inp, _Step(inp).run())
 
 
 _WARNING_CONDITIONS = {C.FAILED, C.RESTARTING, C.REPLICA_FAILURE}
@@ -71,7 +62,7 @@ _WARNING_CONDITIONS = {C.FAILED, C.RESTARTING, C.REPLICA_FAILURE}
 _QUIET_CONDITIONS = {C.CREATED, C.RUNNING}
 
 
-class _Step:
+class _Step(refusals.Refusals):
     def __init__(self, inp: Input) -> None:
         self.inp, self.now, self.spec = inp, inp.now, inp.spec
         prev = inp.status
@@ -108,6 +99,7 @@ class _Step:
 
     def run(self) -> Decision:
         self._report()
+        self._tell_refusals()
         if self._finished():
             self._finish_up()
             return self._decision()
@@ -542,40 +534,6 @@ class _Step:
             else:
                 self.dues.append(at)
 
-    def _refused_for_good(self, *, held: bool = False) -> bool:
-        """Show refused creates; fail the job if a permanent one outlived its grace. ``held``: the
-        job is held by Kueue, and what was refused is its Workload."""
-        # Refusals of an older spec, or from before a suspension, say nothing about this one.
-        resumed = not held and conditions.is_true(self.inp.status.conditions, C.SUSPENDED)
-        tried = self.inp.refusals
-        refused = [r for r in tried if r.observed_generation == self.inp.generation and not resumed]
-        self.last_refusal = attrs.evolve(refused[0], time=max(r.time for r in refused)) if refused else None
-        if not refused:
-            mended = bool(tried) and self._is(C.REPLICA_FAILURE)
-            if mended:
-                # Refused under an older spec: start over with the new one, uncharged, so that
-                # no pod of the old spec stays beside the new ones.
-                self._new_attempt(self.attempts)
-                self._clear(C.REPLICA_FAILURE, why="SpecChanged", message="the spec changed; creating again")
-            else:
-                self._clear(C.REPLICA_FAILURE, why="Created", message="every object of the job was created")
-            return False
-        first = refused[0]
-        kind = refusal.classify(first.code, first.message)
-        what = f"{first.kind} {first.name}: {first.message}"
-        self._set(C.REPLICA_FAILURE, True, kind.reason, what)
-        since = conditions.transition_time(self.conditions, C.REPLICA_FAILURE) or self.now
-        grace = self.spec.failure_policy.refusal_grace_seconds
-        grace = DEFAULT_REFUSAL_GRACE_SECONDS if grace is None else grace
-        give_up = since + datetime.timedelta(seconds=grace)
-        if kind.permanent and self.now >= give_up:
-            self._finish(C.FAILED, "CreateRefused", f"refused for longer than {grace}s: {what}")
-            return True
-        if kind.permanent:
-            self.dues.append(give_up)
-        self.refused_since = since
-        return False
-
     def _old_may_run(self) -> bool:
         """Whether a pod of an older attempt may still run: one seen, or one this process made
         that its caches do not show yet, whose attempt it cannot tell (a suspension or restart
@@ -585,19 +543,6 @@ class _Step:
     def _pods_left(self) -> bool:
         """Whether a pod of the job is left, or may be: made by this process, not seen yet."""
         return bool(self.inp.made or self._live())
-
-    def _refusal_waits(self) -> bool:
-        """Whether the next try to create waits, the last one refused (and when to look again)."""
-        if self.refused_since is None or self.last_refusal is None:
-            return False
-        tried = self.last_refusal.time
-        again = tried + datetime.timedelta(
-            seconds=refusal.backoff((tried - self.refused_since).total_seconds())
-        )
-        if self.now < again:
-            self.dues.append(again)
-            return True
-        return False
 
     def _create_missing(self) -> None:
         live = self._live()
@@ -680,9 +625,7 @@ class _Step:
             tensorboard=tensorboard.missing(self.spec, present=self.inp.tensorboard, ended=self._finished()),
             delete_services=tuple(cleanup.surplus_services(self.spec, self.inp.services)),
             release=self._released(),
-            joining=gang.joining(
-                self.creates, self.attempts, [p for p in self.pods if self._key(p) is not None]
-            ),
+            joining=self._joining(),
             keep_off=tuple(sorted(self._keep_off())) if self.creates else (),
             move=tuple(self.moves.values()),
             open=tuple(self.opens),
@@ -690,7 +633,21 @@ class _Step:
             closed=self.closed and bool(self.creates),
             workload=self.workload,
             assigned=workload_.assigned(self.inp.workload, self.creates) if self.inp.admission else {},
+            priority=self.inp.priority if self.workload is workload_.Act.CREATE else None,
+            finished=around.outcome(self.conditions) if self.workload is workload_.Act.FINISH else None,
+            batches=creation.batches(len(self.creates)),
+            **around.groups(
+                self.inp,
+                creates=self.creates,
+                attempts=self.attempts,
+                joining=self._joining(),
+                live=self._live(),
+                finished=self._finished(),
+            ),
         )
+
+    def _joining(self) -> tuple[str, ...]:
+        return gang.joining(self.creates, self.attempts, [p for p in self.pods if self._key(p) is not None])
 
     def _released(self) -> tuple[str, ...]:
         if not self.inp.queued:

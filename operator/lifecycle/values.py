@@ -1,10 +1,14 @@
 """What a step reads and what it decides: frozen values, nothing that talks to a cluster.
 
 :class:`Input` is one look at a valid job — its spec, its status, its pods and Services as the
-caches show them, what the apiserver refused at the last try, what this process made that the
-caches do not show yet, and the time. :class:`Invalid` is one look at a job that cannot be
-read or run. :class:`Decision` is everything the reconciler then does: the status to store,
-pods to create and delete, Services to delete, pods a queue may release, the TensorBoard to
+caches show them, what the apiserver refused at the last try (as values: who holds a name, a
+kind not served), what this process made that the caches do not show yet, the gang groups the
+job has, and the time; :func:`kubetrain.operator.observe.observe` makes it. :class:`Invalid` is
+one look at a job that cannot be read or run. :class:`Decision` is everything the reconciler
+then does (:mod:`kubetrain.operator.execute` carries it out, and nothing else talks to the
+apiserver): the status to store, pods to create (in which batches) and delete, the gang groups
+to create, delete or look up, Services to delete, pods a queue may release, the Workload to
+create (with its priority), finish (with the job's outcome) or requeue, the TensorBoard to
 create, Events to send, whether to delete the job, and when to look again.
 """
 
@@ -21,7 +25,7 @@ from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.policies import progress as progress_policy
 from kubetrain.operator.scheduling import workload as workload_
 
-__all__ = ["Decision", "Defaults", "Delete", "Event", "Input", "Invalid", "Move", "matches"]
+__all__ = ["Decision", "Defaults", "Delete", "Event", "Finished", "Input", "Invalid", "Move", "matches"]
 
 
 @attrs.frozen(kw_only=True)
@@ -103,6 +107,14 @@ class Input:
     in_place: bool = False
     # The first rank's progress read since the job's last look, if any (policies/progress).
     progress: progress_policy.Reading | None = None
+    # The gang scheduler has group objects (scheduling.backend); the job's groups by name, as this
+    # process knows them (None: not listed since it started).
+    gangs: bool = False
+    groups: frozenset[str] | None = None
+    # The refusals of the last try not yet told as FailedCreate Events.
+    untold: tuple[v1beta1.Refusal, ...] = ()
+    # The value of the job's PriorityClass (the Workload route orders by it); None: none, or unread.
+    priority: int | None = None
 
     @property
     def refusals(self) -> tuple[v1beta1.Refusal, ...]:
@@ -150,6 +162,14 @@ class Event:
 
 
 @attrs.frozen(kw_only=True)
+class Finished:
+    """The job's outcome, as its finished Workload tells Kueue."""
+
+    succeeded: bool
+    message: str
+
+
+@attrs.frozen(kw_only=True)
 class Decision:
     status: v1beta1.TrainingJobStatus
     create: tuple[tuple[str, int], ...] = ()  # (replica type, index)
@@ -181,6 +201,18 @@ class Decision:
     # pods to create, by pod set (replica type in lower case).
     workload: workload_.Act | None = None
     assigned: Mapping[str, workload_.Assignment] = attrs.field(factory=dict)
+    # With CREATE: the PriorityClass value the Workload carries; with FINISH: the job's outcome.
+    priority: int | None = None
+    finished: Finished | None = None
+    # The creates in the order tried, by batch size (policies/creation): the job's shared objects
+    # (ConfigMap, Secret, Services) first, then the gang groups, then the pods batch after batch;
+    # a refusal stops the rest until the next pass.
+    batches: tuple[int, ...] = ()
+    # Gang groups to create (the pods made now join them), and of attempts no pod joins any more,
+    # to delete; look the job's groups up first (this process has not listed them since it began).
+    groups: tuple[str, ...] = ()
+    delete_groups: tuple[str, ...] = ()
+    look_up_groups: bool = False
 
     @property
     def acts(self) -> bool:
@@ -196,4 +228,7 @@ class Decision:
             or self.move
             or self.open
             or self.workload is not None
+            or self.groups
+            or self.delete_groups
+            or self.look_up_groups
         )

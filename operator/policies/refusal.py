@@ -11,8 +11,8 @@ A refusal is either about the object or about the namespace it goes to:
   namespace's policy changes, so it also fails the job after the grace period — enough
   time for an administrator to relabel a namespace.
 - **Unserved**: the cluster does not serve an API the job needs — the group object of the
-  operator's gang scheduler (404, with :data:`~kubetrain.operator.scheduling.registry.NOT_SERVED`
-  in the message). Permanent until someone installs it: fails the job after the grace period.
+  operator's gang scheduler, or Kueue's Workload (404 for its kind: the operator's verdict
+  :data:`NOT_SERVED_REASON`). Permanent until someone installs it: fails the job after the grace period.
 - **Name taken**: the name is another object's — a user's Service, a pod of another
   controller, another job's. Permanent until someone renames or deletes one of them, so
   it fails the job after the grace period. A name still **held** by what is going away (a
@@ -24,6 +24,9 @@ A refusal is either about the object or about the namespace it goes to:
   themselves, so the job waits, retried with backoff and without limit other than
   ``activeDeadlineSeconds``.
 
+The last three are the operator's own verdicts on a 404 or 409, carried as values
+(``Refusal.reason``), never read back out of the message a person reads.
+
 Every kind is shown on the job the same way: a ``ReplicaFailure`` condition whose reason
 is :attr:`Refusal.reason` and whose message is the apiserver's, and a Warning Event.
 """
@@ -34,7 +37,18 @@ import enum
 
 import attrs
 
-__all__ = ["NAME_HELD", "NAME_TAKEN", "NOT_SERVED", "Kind", "Refusal", "backoff", "classify"]
+__all__ = [
+    "NAME_HELD",
+    "NAME_HELD_REASON",
+    "NAME_TAKEN",
+    "NAME_TAKEN_REASON",
+    "NOT_SERVED",
+    "NOT_SERVED_REASON",
+    "Kind",
+    "Refusal",
+    "backoff",
+    "classify",
+]
 
 
 class Kind(enum.Enum):
@@ -66,15 +80,17 @@ _WAITING = (
 _FORBIDDEN = (("violates podsecurity", "PodSecurity"),)
 
 
-def classify(status: int, message: str) -> Refusal:
-    """The kind of a refusal, from its HTTP status and the apiserver's message."""
-    text = message.lower()
-    if status == 404 and NOT_SERVED in text:
+def classify(status: int, message: str, verdict: str | None = None) -> Refusal:
+    """The kind of a refusal: from the operator's own ``verdict`` on the apiserver's answer where
+    it has one (:data:`NAME_TAKEN_REASON`, :data:`NAME_HELD_REASON`, :data:`NOT_SERVED_REASON`),
+    else from the HTTP status and the apiserver's message."""
+    if verdict == NOT_SERVED_REASON:
         return Refusal(kind=Kind.UNSERVED, reason="GangSchedulerNotServed")
-    if status == 409 and NAME_TAKEN in text:
-        return Refusal(kind=Kind.TAKEN, reason="NameTaken")
-    if status == 409 and NAME_HELD in text:
-        return Refusal(kind=Kind.WAITING, reason="NameHeld")
+    if verdict == NAME_TAKEN_REASON:
+        return Refusal(kind=Kind.TAKEN, reason=NAME_TAKEN_REASON)
+    if verdict == NAME_HELD_REASON:
+        return Refusal(kind=Kind.WAITING, reason=NAME_HELD_REASON)
+    text = message.lower()
     if status in (400, 422):
         return Refusal(kind=Kind.INVALID, reason="Invalid")
     for needle, reason in _WAITING:
@@ -87,6 +103,11 @@ def classify(status: int, message: str) -> Refusal:
         return Refusal(kind=Kind.WAITING, reason="NamespaceNotFound")
     return Refusal(kind=Kind.WAITING, reason="Unavailable")
 
+
+# The operator's verdicts on a create the apiserver answered (v1beta1.Refusal.reason).
+NAME_TAKEN_REASON = "NameTaken"
+NAME_HELD_REASON = "NameHeld"
+NOT_SERVED_REASON = "NotServed"
 
 # What the reconciler says of a gang scheduler's API the cluster does not serve (kept here, as
 # policies import nothing of the runtime).

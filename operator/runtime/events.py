@@ -3,6 +3,8 @@
 An Event with the same object, type, reason and message as one sent in the last ten
 minutes is patched (``count`` + 1, ``lastTimestamp`` now) rather than created again,
 as the kubelet's and client-go's recorders do, so a failing job cannot flood etcd.
+What it remembers for that is bounded: entries older than the window are dropped as new ones
+come (oldest first), and never more than :data:`MAX_SEEN` are kept.
 Recording never raises: an Event is worth less than the reconcile that sends it.
 """
 
@@ -23,6 +25,9 @@ __all__ = ["Recorder"]
 log = logging.getLogger(__name__)
 
 AGGREGATION_WINDOW = datetime.timedelta(minutes=10)
+# The most Events remembered for aggregation; past it the oldest is forgotten (a repeat of it is
+# then a new Event, as after the window).
+MAX_SEEN = 10_000
 # What the apiserver says when a namespace is being deleted (NamespaceLifecycle admission).
 _TERMINATING = "because it is being terminated"
 
@@ -49,11 +54,13 @@ class Recorder:
         namespace = meta.get("namespace", "default")
         key = (meta.get("uid", ""), namespace, meta["name"], type_, reason, message)
         now = self._clock()
-        seen = self._seen.get(key)
+        self._prune(now)
+        seen = self._seen.pop(key, None)
         try:
             if seen is not None and now - seen.last < AGGREGATION_WINDOW:
                 seen.count += 1
                 seen.last = now
+                self._seen[key] = seen  # the newest last: the map stays ordered by last use
                 await self.api.merge_patch(
                     client.EVENTS,
                     seen.name,
@@ -86,6 +93,8 @@ class Recorder:
                 namespace,
             )
             self._seen[key] = _Seen(name=name, count=1, last=now)
+            if len(self._seen) > MAX_SEEN:
+                del self._seen[next(iter(self._seen))]
         except (client.ApiError, client.NotLeaderError) as e:
             # A namespace being deleted takes its Events along: nobody will read this one.
             terminating = isinstance(e, client.ApiError) and e.status == 403 and _TERMINATING in e.message
@@ -97,3 +106,14 @@ class Recorder:
                 reason,
                 e,
             )
+
+    def _prune(self, now: datetime.datetime) -> None:
+        """Forget the Events last sent longer ago than the window (the map is ordered by last use)."""
+        while self._seen:
+            key = next(iter(self._seen))
+            if now - self._seen[key].last < AGGREGATION_WINDOW:
+                return
+            del self._seen[key]
+
+    def __len__(self) -> int:
+        return len(self._seen)

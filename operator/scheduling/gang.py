@@ -28,7 +28,7 @@ import attrs
 
 from kubetrain.api import observed, v1beta1
 
-__all__ = ["Gang", "name", "of_attempts", "of_joiners"]
+__all__ = ["Gang", "attempt_of", "joined", "name", "of_attempts", "of_joiners", "stale", "wanted"]
 
 
 @attrs.frozen(kw_only=True)
@@ -58,6 +58,25 @@ class Gang:
 
 def name(job: str, attempt: int) -> str:
     return f"{job}-gang-{attempt}"
+
+
+def attempt_of(job: str, group: str) -> int | None:
+    """The attempt a group of ``job`` was made for (its own gang, or one of pods that joined it
+    later), or None for a name that is no gang of ``job``'s."""
+    prefix = f"{job}-gang-"
+    if not group.startswith(prefix):
+        return None
+    number = group[len(prefix) :].partition("-")[0]
+    return int(number) if number.isdigit() else None
+
+
+def stale(
+    job: str, groups: Collection[str], attempts: Collection[int], joined: Collection[str]
+) -> tuple[str, ...]:
+    """The groups of ``job`` that no pod joins any more: made for an attempt none of ``attempts``
+    (the job's attempts now) is, and none of ``joined`` (the groups its pods were placed with: a
+    pod moved to a new attempt in place, or one still stopping, keeps its group)."""
+    return tuple(sorted(g for g in groups if attempt_of(job, g) not in attempts and g not in joined))
 
 
 def of_attempts(job: v1beta1.TrainingJob, late: Mapping[str, bool] | None = None) -> dict[str, Gang]:
@@ -100,6 +119,35 @@ def of_joiners(job: v1beta1.TrainingJob, pods: Collection[tuple[str, int]], base
         return None
     key, index = min(pods, key=lambda p: (p[0].lower(), p[1]))
     return attrs.evolve(base, size=len(pods), min_count=len(pods), joining=f"{key.lower()}-{index}")
+
+
+def joined(
+    job: v1beta1.TrainingJob,
+    gangs: Mapping[str, Gang],
+    joining: Collection[str],
+    created: Collection[tuple[str, int]],
+) -> dict[str, Gang | None]:
+    """Replica type (of ``joining``) -> the gang of its pods of ``created`` (replica type, index),
+    made into an attempt under way (None: alone)."""
+    out: dict[str, Gang | None] = {}
+    for attempt in sorted({gangs[k].attempt for k in joining if k in gangs}):
+        keys = [k for k in joining if k in gangs and gangs[k].attempt == attempt]
+        mine = [(t, i) for t, i in created if t in keys]
+        out.update(dict.fromkeys(keys, of_joiners(job, mine, gangs[keys[0]])))
+    return out
+
+
+def wanted(
+    job: v1beta1.TrainingJob,
+    created: Collection[tuple[str, int]],
+    joining: Collection[str],
+    late: Mapping[str, bool],
+) -> frozenset[str]:
+    """The names of the gangs the pods ``created`` (replica type, index) join."""
+    gangs = of_attempts(job, late)
+    joins = joined(job, gangs, joining, created)
+    found = (joins[t] if t in joins else gangs[t] for t, _ in created)
+    return frozenset(g.name for g in found if g is not None)
 
 
 def joining(

@@ -533,7 +533,8 @@ ONLY_ELSEWHERE = {
     ("kueue.x-k8s.io", "workloads/status", "patch"),
     ("kueue.x-k8s.io", "resourceflavors", "list"),
     ("kueue.x-k8s.io", "resourceflavors", "watch"),
-    ("scheduling.k8s.io", "priorityclasses", "get"),
+    ("scheduling.k8s.io", "priorityclasses", "list"),
+    ("scheduling.k8s.io", "priorityclasses", "watch"),
 }
 
 

@@ -342,7 +342,10 @@ async def tensorboard_taken(c: devcluster.Cluster, namespace: str) -> None:
     job = scheme.to_hub(scheme.decode(doc))
     caches = Caches(api, namespace)
     await caches.submit(job)
-    await caches.reconciler().reconcile(reconcile.Request(namespace, "pytorch-tb"))
+    r = caches.reconciler()
+    await r.reconcile(reconcile.Request(namespace, "pytorch-tb"))
+    await caches.snapshot()
+    await r.reconcile(reconcile.Request(namespace, "pytorch-tb"))  # tells what the last pass met
     events = await api.list(client.EVENTS, namespace)
     assert [e["message"] for e in events["items"] if e["reason"] == "FailedCreate"] == [
         "Deployment pytorch-tb-tensorboard: the name is taken by an object; "

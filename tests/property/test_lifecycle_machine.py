@@ -33,7 +33,7 @@ from kubetrain.api import naming, observed, v1beta1, validation
 from kubetrain.operator import conditions, lifecycle
 from kubetrain.operator.frameworks import mpi, pytorch, tensorflow
 from kubetrain.operator.policies import avoid, budget, inplace, pacing, refusal
-from kubetrain.operator.scheduling import backend
+from kubetrain.operator.scheduling import backend, gang, native
 from kubetrain.operator.scheduling import workload as workload_
 
 S = v1beta1.JobState
@@ -131,7 +131,11 @@ class LifecycleMachine(RuleBasedStateMachine):
     @precondition(lambda self: not hasattr(self, "world"))
     def start(self, data: st.DataObject) -> None:
         job, fw = data.draw(jobs())
-        self.world = World(job, fw, nodes=3, kueue=data.draw(st.sampled_from(backend.KUEUE_ROUTES)))
+        # Half the time with Kubernetes' own gang groups (the operator's default where served).
+        gangs = data.draw(st.sampled_from([backend.NONE, native.BACKENDS[0]]))
+        self.world = World(
+            job, fw, nodes=3, kueue=data.draw(st.sampled_from(backend.KUEUE_ROUTES)), scheduler=gangs
+        )
         # Now and then the job is a worker cluster's copy of one MultiKueue dispatched.
         self.world.prebuilt = data.draw(st.sampled_from([None, None, "mk"]))
 
@@ -273,6 +277,14 @@ class LifecycleMachine(RuleBasedStateMachine):
 
     @precondition(_ready)
     @rule(data=st.data())
+    def job_made_again(self, data: st.DataObject) -> None:
+        """The job is deleted and made again under its name while the operator is not looking; the
+        operator goes on with what it remembers (of the old UID)."""
+        if _now_and_then(data) and _now_and_then(data):
+            self.world.recreate()
+
+    @precondition(_ready)
+    @rule(data=st.data())
     def cache_lags(self, data: st.DataObject) -> None:
         """From now on the cache shows the pods just created only after the next kubelets()."""
         if _now_and_then(data):
@@ -369,7 +381,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         refused = [r for r in inp.refusals if r.observed_generation == inp.generation]
         failed = next((c for c in after.conditions if c.type == C.FAILED and c.is_true()), None)
         if failed is not None and failed.reason == "CreateRefused" and old not in FINAL:
-            kind = refusal.classify(refused[0].code, refused[0].message)
+            kind = refusal.classify(refused[0].code, refused[0].message, refused[0].reason)
             assert kind.permanent, "a job failed on a refusal that would have cleared by itself"
             since = next(c for c in after.conditions if c.type == C.REPLICA_FAILURE).last_transition_time
             grace = w.job.spec.failure_policy.refusal_grace_seconds
@@ -398,6 +410,32 @@ class LifecycleMachine(RuleBasedStateMachine):
             assert (inp.now - last).total_seconds() >= refusal.MIN_BACKOFF, (
                 "refused creates tried in a hot loop"
             )
+
+    @invariant()
+    def every_pod_has_its_own_gang(self) -> None:
+        """A pod made to join a gang group finds that group there, the job's own (this very UID's):
+        a job made again under its name gets its own gangs, never its predecessor's."""
+        if not self._ready() or self.world.scheduler.resource is None:
+            return
+        w = self.world
+        for pod in w.pods.values():
+            if pod.gang is not None and pod.deleted is None:
+                assert w.groups.get(pod.gang) == w.uid, f"{pod.name} joins {pod.gang}, which is not its job's"
+
+    @precondition(lambda self: self._ready() and self.world.scheduler.resource is not None)
+    @rule()
+    def no_gang_outlives_its_attempt(self) -> None:
+        """A gang group of an attempt no pod joins any more is gone once the operator has looked
+        three times in a row (after a restart: listed them, deleted them), nothing happening between."""
+        w = self.world
+        if w.unreadable:
+            return
+        for _ in range(3):
+            w.reconcile()
+        attempts = {r.attempt for r in w.status.replica_statuses.values()}
+        joined = {p.gang for p in w.pods.values() if p.gang is not None}
+        stale = gang.stale(w.name, w.groups, attempts, joined)
+        assert not stale or v1beta1.state_of(w.status.conditions) in FINAL, f"groups left behind: {stale}"
 
     @invariant()
     def one_world_at_a_time(self) -> None:
@@ -432,7 +470,7 @@ def _check_invalid(inp: lifecycle.Invalid, decision: lifecycle.Decision, old: S,
         assert reasons == ["InvalidSpec"], reasons
         failed = next(c for c in decision.status.conditions if c.type == C.FAILED)
         assert failed.reason == "InvalidSpec"
-        assert "broken" in failed.message
+        assert all(e.message in failed.message for e in inp.errors), "says every reason"
     assert decision.status.restarts == inp.status.restarts, "an invalid spec spends no budget"
 
 

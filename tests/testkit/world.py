@@ -1,32 +1,38 @@
-"""A tiny simulated cluster for the lifecycle: pods, nodes, kubelets and a clock.
+"""A tiny simulated cluster for the lifecycle: pods, nodes, kubelets and a clock — and the real operator.
 
-:class:`World` holds one job and plays everything around :func:`lifecycle.step`: it
-carries out a :class:`~kubetrain.operator.lifecycle.Decision` (creates pods Pending
-with the attempt their type's status names, deletes them with a grace period, force
-deletes them), runs the kubelets (pending pods start, deleted pods on live nodes go
-away, leaving a tombstone), and lets tests make things happen to pods: exit, hang (their agent
-says the step stopped moving), be restarted in place by the kubelet, be evicted, lose their node; and nodes turn unhealthy. Its
-scheduler honours the nodes a pod keeps off, and says so when no node is left. It also plays what the
-reconciler does around the step: the Services a create pass makes (one per replica), the
-Services and queued pods a decision lets go, the status writes pacing counts from, a cache
-that lags behind the pods just created (:attr:`World.lagging`), and a stored spec that stops
-being valid (:attr:`World.invalid`). Unit tests drive it by hand; the property tests let
-hypothesis drive it.
+:class:`World` holds one job and runs the operator's own shell around :func:`lifecycle.step`:
+:func:`kubetrain.operator.observe.observe` reads its caches and the operator's memory, the step
+decides, and :class:`kubetrain.operator.execute.Executor` carries the decision out against a fake
+apiserver (:mod:`testkit.worldapi`): creates pods Pending with the attempt their rendered labels
+name, their Services, ConfigMaps, Secrets, gang groups and Workload, deletes them with a grace
+period or force, patches pods moved in place, writes the status as a merge patch, sends Events. The
+World runs the kubelets (pending pods start, deleted pods on live nodes go away, leaving a
+tombstone), and lets tests make things happen to pods: exit, hang (their agent says the step
+stopped moving), be restarted in place by the kubelet, be evicted, lose their node; and nodes
+turn unhealthy. Its scheduler honours the nodes a pod keeps off, and says so when no node is
+left. It also plays a cache that lags behind the pods just created (:attr:`World.lagging`), a
+stored spec that stops being valid (:attr:`World.invalid`), an operator that restarts (its
+memory gone) and a job deleted and made again under its name (:meth:`World.recreate`). Unit tests
+drive it by hand; the property tests let hypothesis drive it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import itertools
+from typing import Any
 
 import attrs
 
-from kubetrain.api import indexes, naming, observed, v1beta1, validation
-from kubetrain.operator import lifecycle, render
+from kubetrain.api import indexes, naming, observed, v1beta1, validation, wire
+from kubetrain.operator import execute, lifecycle, memory, observe, render
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.policies import inplace, progress
+from kubetrain.operator.runtime import events
 from kubetrain.operator.scheduling import backend
 from kubetrain.operator.scheduling import workload as workload_
+from testkit import worldapi
 
 T0 = datetime.datetime(2026, 11, 21, 12, 0, tzinfo=datetime.UTC)
 GRACE = datetime.timedelta(seconds=30)
@@ -40,9 +46,13 @@ class World:
         nodes: int = 2,
         *,
         kueue: str = backend.POD_ROUTE,
+        scheduler: backend.Backend = backend.NONE,
     ) -> None:
-        self.job, self.fw = job, fw
+        self.fw = fw
+        self.uid = "job-uid-1"
+        self.job = attrs.evolve(job, metadata=attrs.evolve(job.metadata, uid=self.uid))
         self.status = job.status
+        self.version = 1  # the stored job's resourceVersion
         self.now = T0
         self.pods: dict[str, observed.Pod] = {}
         self.tombstones: dict[str, observed.Pod] = {}
@@ -52,21 +62,29 @@ class World:
         self.deleted_job = False
         # Pods the simulated apiserver refuses to create: name -> (status, message).
         self.refusing: dict[str, tuple[int, str]] = {}
-        self.refused: tuple[v1beta1.Refusal, ...] | None = None  # the operator's, at its last try
         # Pods the scheduler (or a queue) holds back: the kubelets never see them.
         self.held: set[str] = set()
         policy = job.spec.run_policy.scheduling_policy
         # In a Kueue queue (the operator's --kueue): the gang as plain-pod groups, or the job as
         # its own Workload, which Kueue admits, evicts and sees finished (None: not created yet).
-        self.queued = bool(policy and policy.queue) and kueue == backend.POD_ROUTE
-        self.admission = bool(policy and policy.queue) and kueue == backend.WORKLOAD_ROUTE
+        self.scheduler = attrs.evolve(scheduler, kueue=kueue)
+        queue = policy.queue if policy else None
+        self.queued = self.scheduler.kueue_queue(queue) is not None
+        self.admission = self.scheduler.workload_queue(queue) is not None
         self.workload: workload_.Seen | None = None
-        self.prebuilt: str | None = None  # the Workload MultiKueue made for the job (a worker's)
+        self.priorities: dict[str, int] = {}  # PriorityClasses by name
+        # The apiserver's other objects: ConfigMaps, Secrets, the TensorBoard's Deployment (kind,
+        # name); the gang groups (name -> the uid of the job that controls it), and those deleted.
+        self.shared: set[tuple[str, str]] = set()
+        self.groups: dict[str, str] = {}
+        self.groups_deleted: list[str] = []
+        # Pods of a predecessor under the same name, still stopping: name -> its uid.
+        self.others: dict[str, str] = {}
+        self.events: list[tuple[str, str]] = []  # (reason, message) of every Event sent
         # The pods created with what their admission asked of them: name -> assignment.
         self.assigned: dict[str, workload_.Assignment] = {}
         self.services: dict[str, observed.Service] = {}
         self.released: set[str] = set()  # uids of queued pods marked not retriable
-        self.last_write: datetime.datetime | None = None
         # While lagging, pods just created are in the apiserver but not in the cache: the step
         # sees them only as made (Input.made), until the next kubelets() shows them.
         self.lagging = False
@@ -88,6 +106,26 @@ class World:
         self._uids = itertools.count(1)
         self._uids_signal = itertools.count(1)  # the agents' exits that say "held"
         self._placement = itertools.cycle(self.nodes)
+        self.api = worldapi.WorldApi(self)
+        self.caches = worldapi.WorldCaches(self)
+        self._loop = asyncio.new_event_loop()
+        self._operator()
+
+    def _operator(self) -> None:
+        """A new operator process: nothing remembered."""
+        self.memory = memory.Memory()
+        self.executor = execute.Executor(
+            self.api,  # type: ignore[arg-type]
+            caches=self.caches,
+            remembered=self.memory,
+            recorder=events.Recorder(self.api, clock=lambda: self.now),  # type: ignore[arg-type]
+            scheduler=self.scheduler,
+            accelerator_config={},
+            clock=lambda: self.now,
+        )
+
+    def close(self) -> None:
+        self._loop.close()
 
     # --- the operator ----------------------------------------------------------------------
 
@@ -95,154 +133,162 @@ class World:
     def name(self) -> str:
         return self.job.metadata.name or ""
 
+    @property
+    def namespace(self) -> str:
+        return self.job.metadata.namespace or "default"
+
+    @property
+    def prebuilt(self) -> str | None:
+        """The Workload MultiKueue made for the job (a worker's copy of a dispatched job)."""
+        return workload_.prebuilt(self.job.metadata.annotations, {})
+
+    @prebuilt.setter
+    def prebuilt(self, name: str | None) -> None:
+        annotations = {k: v for k, v in self.job.metadata.annotations.items() if k != workload_.PREBUILT}
+        if name is not None:
+            annotations[workload_.PREBUILT] = name
+        self.job = attrs.evolve(self.job, metadata=attrs.evolve(self.job.metadata, annotations=annotations))
+
+    @property
+    def mine(self) -> memory.Job:
+        """What the operator remembers of the job."""
+        return self.memory.of(f"{self.namespace}/{self.name}", self.uid)
+
+    @property
+    def refused(self) -> tuple[v1beta1.Refusal, ...] | None:
+        """What the apiserver refused at the operator's last try."""
+        return self.mine.refused
+
+    @refused.setter
+    def refused(self, refused: tuple[v1beta1.Refusal, ...] | None) -> None:
+        self.mine.refused = refused
+
+    @property
+    def last_write(self) -> datetime.datetime | None:
+        return self.mine.last_write
+
+    @last_write.setter
+    def last_write(self, at: datetime.datetime | None) -> None:
+        self.mine.last_write = at
+
     def input(self) -> lifecycle.Input | lifecycle.Invalid:
-        if self.invalid:
+        """What the operator's observe makes of the World now."""
+        if self.unreadable:
             return lifecycle.Invalid(
                 name=self.name,
                 status=self.status,
-                errors=self.invalid,
+                errors=self.unreadable,
                 now=self.now,
                 generation=self.job.metadata.generation,
             )
-        live = {p.uid for p in self.pods.values()}
-        pods = [
-            attrs.evolve(p, node_exists=p.node not in self.lost or p.node is None) for p in self.pods.values()
-        ]
-        gone = [p for uid, p in self.tombstones.items() if uid not in live]
-        return lifecycle.Input(
-            name=self.name,
-            namespace=self.job.metadata.namespace or "default",
-            generation=self.job.metadata.generation,
-            spec=self.job.spec,
-            status=self.status,
-            pods=(*pods, *gone),
-            defaults=lifecycle.Defaults.of(self.fw, self.job.spec),
+        self._inform()
+        job = attrs.evolve(self.job, status=self.status)
+        return observe.observe(
+            job,
+            self.fw,
+            self.caches,
+            self.mine,
+            self.memory.expected,
+            scheduler=self.scheduler,
             now=self.now,
-            refused=self.refused,
-            queued=self.queued,
-            admission=self.admission,
-            workload=self.workload,
-            prebuilt=self.prebuilt,
-            tensorboard=self.tensorboards > 0,
-            services=tuple(self.services.values()),
-            made=frozenset(self.unseen),
-            last_write=self.last_write,
-            unhealthy=frozenset(self.unhealthy),
-            in_place=self.in_place,
-            progress=self.reading,
+            reading=self.reading,
         )
+
+    @property
+    def unreadable(self) -> tuple[validation.FieldError, ...]:
+        """Why the stored job cannot be read or run, as the operator's intake would say: a spec
+        that stopped reading (:attr:`invalid`), or one its framework cannot run."""
+        return self.invalid or tuple(fw_contract.validate(self.fw, self.job))
 
     def reconcile(self) -> lifecycle.Decision:
-        decision = lifecycle.step(self.input())
+        """One pass of the operator: observe, step, execute."""
+        inp = self.input()
+        decision = lifecycle.step(inp)
         self.reading = None
         self.decisions.append(decision)
-        if decision.status != self.status:
-            self.last_write = self.now
-        self.status = decision.status
-        if self.invalid:
+        invalid = isinstance(inp, lifecycle.Invalid)
+        job = None if invalid else attrs.evolve(self.job, status=self.status)
+        fw = None if invalid else self.fw
+        self._loop.run_until_complete(self.executor.run(self._object(invalid), job, fw, decision))
+        if invalid:
             assert not decision.acts or decision.events, "an invalid job only says why it failed"
-            return decision
-        refused = []
-        if decision.create:  # as the reconciler: the Services first, one per replica
-            for key, spec in self.job.spec.replica_specs.items():
-                for i in range(spec.replicas):
-                    name = naming.replica_name(self.name, key, i)
-                    self.services.setdefault(
-                        name, observed.Service(name=name, replica_type=key.lower(), index=i)
-                    )
-        for key, index in decision.create:
-            name = naming.replica_name(self.name, key, index)
-            if name not in self.refusing:
-                self._create(key, index, decision)
-                continue
-            status, message = self.refusing[name]
-            refused.append(
-                v1beta1.Refusal(
-                    kind="Pod",
-                    name=name,
-                    code=status,
-                    message=message,
-                    time=self.now,
-                    observed_generation=self.job.metadata.generation,
-                )
-            )
-        if decision.create:  # as the reconciler: a create pass replaces what was refused
-            self.refused = tuple(refused)
-        for name in decision.release:
-            pod = self.pods[name]
-            assert pod.in_queue, f"{name} released, but it is in no queue"
-            self.pods[name] = attrs.evolve(pod, released=True)
-            self.released.add(pod.uid)
-        for m in decision.move:
-            self._patch(m, attempt=m.attempt)
-        for m in decision.open:
-            self._patch(m, opened=m.attempt)
-        for d in decision.delete:
-            self._delete(d)
-        for name in decision.delete_services:
-            del self.services[name]
-        self.deleted_job = self.deleted_job or decision.delete_job
-        self.tensorboards += decision.tensorboard
-        self._to_workload(decision.workload)
+        assert self.status == decision.status, "the status stored is the status decided"
         return decision
 
-    def _to_workload(self, act: workload_.Act | None) -> None:
-        """As the reconciler and the apiserver: create the Workload (a second create is a 409),
-        finish it, or give its quota back."""
-        w = self.workload
-        if act is workload_.Act.CREATE and w is None:
-            self.workload = workload_.Seen(name=workload_.name_of(self.name, "uid"))
-        elif act is workload_.Act.FINISH and w is not None:
-            self.workload = attrs.evolve(w, finished=True)
-        elif act is workload_.Act.REQUEUE and w is not None:
-            self.workload = attrs.evolve(w, reserved=False, admitted=False, assignments={})
-        elif act is workload_.Act.DELETE:
-            self.workload = None
-        elif act is workload_.Act.ADOPT and w is not None:
-            self.workload = attrs.evolve(w, owned=True)
+    def _object(self, invalid: bool = False) -> dict[str, Any]:
+        """The job as the operator's cache holds it."""
+        md = {
+            "name": self.name,
+            "namespace": self.namespace,
+            "uid": self.uid,
+            "resourceVersion": str(self.version),
+        }
+        obj: dict[str, Any] = {"apiVersion": v1beta1.API_VERSION, "kind": "TrainingJob", "metadata": md}
+        if invalid:
+            obj["status"] = wire.unstructure(self.status)
+        return obj
 
-    def _create(self, key: str, index: int, decision: lifecycle.Decision) -> None:
-        name = naming.replica_name(self.name, key, index)
-        assert name not in self.pods, f"{name} created twice"
-        assert name not in self.unseen, f"{name} created twice while the cache lagged"
-        attempt = self.status.replica_statuses[key].attempt
-        pod = observed.Pod(
-            name=name,
-            uid=f"uid-{next(self._uids)}",
-            replica_type=key.lower(),
-            index=index,
-            attempt=attempt,
-            created=self.now,
-            in_queue=self.queued,
-            avoiding=frozenset(decision.keep_off),
-            opened=(inplace.CLOSED if decision.closed else attempt) if decision.in_place else None,
-            restart_policy=render.pod_restart_policy(
-                self.job.spec.replica_specs[key].restart_policy or self.fw.restart_policy
-            ),
+    # --- the apiserver, as the executor meets it (testkit.worldapi) --------------------------
+
+    def stored(self, patch: dict[str, Any]) -> dict[str, Any]:
+        """A status patch: over the version read, applied and read back."""
+        if patch["metadata"]["resourceVersion"] != str(self.version):
+            raise worldapi._refuse(409, "the object has been modified")
+        self.status = worldapi.stored_status(self.status, patch["status"])
+        self.version += 1
+        return self._object(bool(self.unreadable))
+
+    def created(self, obj: dict[str, Any]) -> None:
+        """A pod the executor created, as the apiserver stores it."""
+        pod = attrs.evolve(observed.Pod.of(obj), uid=f"uid-{next(self._uids)}", created=self.now)
+        assert pod.attempt == self.status.replica_statuses[self._key(pod)].attempt, (
+            "made in its type's attempt"
         )
-        (self.unseen if self.lagging else self.pods)[name] = pod
-        if key.lower() in decision.assigned:
-            self.assigned[name] = decision.assigned[key.lower()]
+        (self.unseen if self.lagging else self.pods)[pod.name] = pod
+        for decision in self.decisions[-1:]:
+            if pod.replica_type in decision.assigned:
+                self.assigned[pod.name] = decision.assigned[pod.replica_type]
 
-    def _patch(self, m: lifecycle.Move, **changes: int) -> None:
-        pod = self.pods.get(m.pod)
-        if pod is None or pod.uid != m.uid:
-            return  # the apiserver: 404, or refused by the UID precondition
-        self.pods[m.pod] = attrs.evolve(pod, **changes)
+    def patched(self, pod: observed.Pod, md: dict[str, Any]) -> None:
+        labels, annotations = md.get("labels") or {}, md.get("annotations") or {}
+        changes: dict[str, Any] = {}
+        if naming.ATTEMPT in labels:
+            changes["attempt"] = int(labels[naming.ATTEMPT])
+        if naming.OPENED in annotations:
+            changes["opened"] = int(annotations[naming.OPENED])
+        if annotations.get(naming.KUEUE_RETRIABLE) == "false":
+            assert pod.in_queue, f"{pod.name} released, but it is in no queue"
+            changes["released"] = True
+            self.released.add(pod.uid)
+        self.pods[pod.name] = attrs.evolve(pod, **changes)
+
+    def deleted(self, pod: observed.Pod, *, force: bool) -> None:
+        if force:
+            self._remove(pod)
+        elif pod.deleted is None:
+            self.pods[pod.name] = attrs.evolve(pod, deleted=self.now + GRACE)
+
+    def seen(self, kind: str, name: str, event: str) -> None:
+        """The operator's informer of ``kind`` hears of ``name``."""
+        expectations = self.memory.expected.get(kind)
+        if expectations is not None:
+            expectations.handler(event, {"metadata": {"name": name, "namespace": self.namespace}}, None)
+
+    def _inform(self) -> None:
+        """The informers have heard of every pod the cache shows."""
+        for name in self.pods:
+            self.seen("Pod", name, "MODIFIED")
 
     def _delete(self, d: lifecycle.Delete) -> None:
         pod = self.pods.get(d.pod)
-        if pod is None or pod.uid != d.uid:
-            return  # the apiserver: 404, or 409 on the UID precondition
-        if d.force:
-            self._remove(pod)
-        elif pod.deleted is None:
-            self.pods[d.pod] = attrs.evolve(pod, deleted=self.now + GRACE)
+        if pod is not None and pod.uid == d.uid:
+            self.deleted(pod, force=d.force)
 
     def _remove(self, pod: observed.Pod) -> None:
         del self.pods[pod.name]
         self.started.pop(pod.uid, None)
         self.tombstones[pod.uid] = attrs.evolve(pod, gone=True)
+        self.seen("Pod", pod.name, "DELETED")
 
     def vanish_unseen(self, name: str) -> None:
         """The pod goes while the operator is not watching: no tombstone is left of it."""
@@ -264,10 +310,30 @@ class World:
             if recorded and at not in live:
                 self.vanished_unseen.add(at)
         self.tombstones.clear()
-        self.last_write = None
-        self.refused = None
         self.pods.update(self.unseen)
         self.unseen.clear()
+        self._operator()
+
+    def recreate(self) -> None:
+        """The job is deleted and made again under its name while the operator does not look: a
+        new UID and an empty status; the garbage collector deletes what the old one controlled
+        (its gang groups and Workload at once, its pods are stopping and keep their names a while)."""
+        old = self.uid
+        self.uid = f"job-uid-{int(old.rpartition('-')[2]) + 1}"
+        self.job = attrs.evolve(self.job, metadata=attrs.evolve(self.job.metadata, uid=self.uid))
+        self.status = v1beta1.TrainingJobStatus()
+        self.version += 1
+        self.others.update(dict.fromkeys(self.pods, old))
+        self.pods.clear()
+        self.unseen.clear()
+        self.tombstones.clear()
+        self.started.clear()
+        self.services.clear()
+        self.shared.clear()
+        self.groups.clear()
+        self.workload = None
+        self.vanished_unseen.clear()
+        self.decisions.clear()
 
     # --- Kueue ------------------------------------------------------------------------------
 
@@ -296,6 +362,7 @@ class World:
         pods on live nodes go away."""
         self.pods.update(self.unseen)
         self.unseen.clear()
+        self.others.clear()  # a predecessor's pods stopped: their names are free
         for pod in list(self.pods.values()):
             node = pod.node
             if node in self.lost:

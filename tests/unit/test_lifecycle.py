@@ -415,7 +415,10 @@ def test_a_refused_create_shows_as_a_condition_with_the_apiservers_message() -> 
     assert c.reason == "QuotaExceeded"
     assert c.message == f"Pod pt-master-0: {QUOTA[1]}"
     assert w.state is S.CREATED  # waiting, not failed
-    assert [(e.type, e.reason) for e in d.events] == [("Warning", "QuotaExceeded")]
+    # Each refused create is told once, as FailedCreate, with the condition that shows them.
+    assert [(e.type, e.reason) for e in d.events] == [("Warning", "FailedCreate")] * 3 + [
+        ("Warning", "QuotaExceeded")
+    ]
     assert d.create == ()  # held back until the backoff has passed
 
 

@@ -138,19 +138,36 @@ def test_a_suspended_job_whose_spec_stops_reading_fails() -> None:
 
 def test_the_memory_of_a_job_goes_with_it() -> None:
     remembered = memory.Memory()
-    job = remembered.of("ns/a")
+    job = remembered.of("ns/a", "uid-a")
     job.last_write = datetime.datetime(2026, 11, 26, tzinfo=datetime.UTC)
-    job.groups.add("a-0")
-    remembered.expected["Pod"].created("ns/a-worker-0", "ns/a")
-    remembered.expected["Service"].deleted("ns/a-worker-3", "ns/a")
-    remembered.expected["Pod"].created("ns/b-worker-0", "ns/b")
-    assert remembered.expected["Pod"].pending("ns/a") == ["ns/a-worker-0"]
+    job.groups = frozenset({"a-gang-0"})
+    remembered.expected["Pod"].created("ns/a-worker-0", "uid-a")
+    remembered.expected["Service"].deleted("ns/a-worker-3", "uid-a")
+    remembered.of("ns/b", "uid-b")
+    remembered.expected["Pod"].created("ns/b-worker-0", "uid-b")
+    assert remembered.expected["Pod"].pending("uid-a") == ["ns/a-worker-0"]
     remembered.forget("ns/a")
-    assert remembered.get("ns/a") is None
-    assert len(remembered) == 0
+    assert remembered.get("ns/a", "uid-a") is None
+    assert len(remembered) == 1
     assert remembered.expected["Pod"].expected("ns/a-worker-0") is None
     assert remembered.expected["Service"].expected("ns/a-worker-3") is None
-    assert remembered.expected["Pod"].pending("ns/b") == ["ns/b-worker-0"], "another job's stays"
+    assert remembered.expected["Pod"].pending("uid-b") == ["ns/b-worker-0"], "another job's stays"
+    remembered.forget("ns/b")
+    assert remembered.sizes() == {"jobs": 0, "names": 0, "expected_pods": 0, "expected_services": 0}
+
+
+def test_a_job_made_again_under_its_name_inherits_nothing_of_its_predecessor() -> None:
+    remembered = memory.Memory()
+    old = remembered.of("ns/a", "uid-1")
+    old.groups = frozenset({"a-gang-0"})
+    old.refused = ()
+    remembered.expected["Pod"].created("ns/a-worker-0", "uid-1")
+    new = remembered.of("ns/a", "uid-2")
+    assert new.groups is None, "nothing of the old UID's"
+    assert new.refused is None
+    assert remembered.get("ns/a", "uid-1") is None, "the predecessor is forgotten at once"
+    assert remembered.expected["Pod"].pending("uid-1") == []
+    assert len(remembered) == 1
 
 
 def test_a_pod_gone_while_nobody_watched_is_counted_once_from_the_status_record() -> None:

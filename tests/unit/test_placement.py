@@ -175,9 +175,11 @@ def test_in_a_kueue_queue_a_pod_restart_restarts_the_whole_gang() -> None:
         .replicas("Worker", 2, restart_policy=v1beta1.RestartPolicy.EXIT_CODE)
         .build()
     )
-    for queued, attempts in ((False, {"Chief": 0, "Worker": 0}), (True, {"Chief": 1, "Worker": 1})):
-        w = World(job, tensorflow.FRAMEWORK)
-        w.queued = queued
+    for queue, attempts in ((None, {"Chief": 0, "Worker": 0}), ("q", {"Chief": 1, "Worker": 1})):
+        policy = v1beta1.SchedulingPolicy(queue=queue)
+        rp = attrs.evolve(job.spec.run_policy, scheduling_policy=policy)
+        w = World(attrs.evolve(job, spec=attrs.evolve(job.spec, run_policy=rp)), tensorflow.FRAMEWORK)
+        assert w.queued == (queue is not None)
         w.reconcile()
         w.kubelets()
         w.reconcile()

@@ -44,8 +44,6 @@ K = refusal.Kind
             "NamespaceTerminating",
         ),
         (404, 'namespaces "gone" not found', K.WAITING, "NamespaceNotFound"),
-        (409, f"{refusal.NAME_TAKEN} a Service that is no TrainingJob's", K.TAKEN, "NameTaken"),
-        (409, f"{refusal.NAME_HELD} TrainingJob j (uid 1), until it is gone", K.WAITING, "NameHeld"),
         (429, "too many requests", K.WAITING, "Unavailable"),
         (504, "timeout", K.WAITING, "Unavailable"),
     ],
@@ -56,6 +54,24 @@ def test_refusals_are_classified_by_status_and_message(
     r = refusal.classify(status, message)
     assert (r.kind, r.reason) == (kind, reason)
     assert r.permanent == (kind is not K.WAITING)
+
+
+@pytest.mark.parametrize(
+    ("verdict", "kind", "reason"),
+    [
+        (refusal.NAME_TAKEN_REASON, K.TAKEN, "NameTaken"),
+        (refusal.NAME_HELD_REASON, K.WAITING, "NameHeld"),
+        (refusal.NOT_SERVED_REASON, K.UNSERVED, "GangSchedulerNotServed"),
+    ],
+)
+def test_the_operators_own_verdicts_are_values_whatever_the_message_says(
+    verdict: str, kind: refusal.Kind, reason: str
+) -> None:
+    for status, message in ((409, "anything at all"), (404, 'namespaces "x" not found'), (422, "invalid")):
+        r = refusal.classify(status, message, verdict)
+        assert (r.kind, r.reason) == (kind, reason)
+    # The same words in a message without the verdict are the apiserver's, classified as such.
+    assert refusal.classify(409, f"{refusal.NAME_TAKEN} x").kind is K.WAITING
 
 
 def test_backoff_doubles_from_one_second_to_a_minute() -> None:

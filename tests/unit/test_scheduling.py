@@ -228,7 +228,7 @@ def test_an_unserved_backend_is_a_permanent_refusal_that_says_what_to_install() 
     assert "PodGroup scheduling.volcano.sh/v1beta1 is not served by this cluster" in message
     assert "install Volcano" in message
     assert "--gang-scheduler" in message
-    kind = refusal.classify(404, message)
+    kind = refusal.classify(404, message, refusal.NOT_SERVED_REASON)
     assert (kind.kind, kind.reason, kind.permanent) == (refusal.Kind.UNSERVED, "GangSchedulerNotServed", True)
     # A 404 that is not about the backend is still a namespace being made.
     assert refusal.classify(404, 'namespaces "x" not found').kind is refusal.Kind.WAITING
