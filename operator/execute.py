@@ -37,7 +37,7 @@ from kubetrain.operator import accelerators, conditions, intake, lifecycle, memo
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.observe import Caches, Holder
 from kubetrain.operator.policies import creation, refusal
-from kubetrain.operator.runtime import cache, client, events, informer, metrics
+from kubetrain.operator.runtime import cache, client, events, informer, metrics, reconcile
 from kubetrain.operator.scheduling import backend, registry, workload
 
 __all__ = ["Executor", "delete_exactly"]
@@ -173,6 +173,10 @@ class Executor:
         except client.ApiError as e:
             if e.conflict or e.not_found:
                 return None
+            if e.status == 422:
+                # The schema refuses the status decided: the same look decides the same status, so
+                # retrying cannot succeed; the job's next change brings the next pass.
+                raise reconcile.TerminalError(f"status refused: {e.message}") from e
             raise
         mine.written = (md["resourceVersion"], informer.strip_managed_fields(stored))
         mine.last_write = self.clock()

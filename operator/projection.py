@@ -55,16 +55,26 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubetrain.api import naming, observed
-from kubetrain.operator.scheduling import kueue
+from kubetrain.operator.scheduling import kueue_pods
 
-__all__ = ["LAST_APPLIED", "Projection", "carry_pod", "config_map", "node", "pod", "service", "training_job"]
+__all__ = [
+    "LAST_APPLIED",
+    "Projection",
+    "carry_pod",
+    "config_map",
+    "node",
+    "pod",
+    "priority_class",
+    "service",
+    "training_job",
+]
 
 Obj = dict[str, Any]
 Projection = Callable[[Obj], Obj]
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 # The annotations of a pod that the operator reads.
-_POD_ANNOTATIONS = (kueue.RETRIABLE, naming.OPENED)
+_POD_ANNOTATIONS = (kueue_pods.RETRIABLE, naming.OPENED)
 # True conditions whose reason the failure semantics read (a disruption's cause).
 _DISRUPTIONS = frozenset({"DisruptionTarget", "TerminationTarget"})
 

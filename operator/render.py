@@ -199,7 +199,7 @@ def _schedule(
     # Volcano reads the queue from its PodGroup; pods started late stay out of a Kueue group,
     # which is admitted only once all of its pods exist.
     if scheduler.kueue_queue(g.queue) and not late:
-        scheduling.kueue.join(pod, g)
+        scheduling.kueue_pods.join(pod, g)
 
 
 def owner_reference(job: v1beta1.TrainingJob) -> list[Object]:

@@ -31,7 +31,6 @@ from kubetrain.operator import (
     progress_reader,
 )
 from kubetrain.operator import nodes as nodes_
-from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.frameworks import registry as fw_registry
 from kubetrain.operator.policies import avoid, progress
 from kubetrain.operator.runtime import cache, client, events, informer
@@ -119,7 +118,8 @@ class TrainingJobReconciler:
         try:
             taken = intake.decode(obj, self.frameworks, weigh=not (obj.get("status") or {}).get("conditions"))
         except validation.ValidationError as e:
-            return await self._execute(obj, None, None, lifecycle.step(self._invalid(obj, e.errors)))
+            decision = lifecycle.step(self._invalid(obj, e.errors))
+            return rec.Result(requeue_after=await self.execute.run(obj, None, None, decision))
         job, fw = taken.job, taken.framework
         # Observe: the caches, and what this process remembers of this very job (its UID).
         key = f"{job.metadata.namespace}/{job.metadata.name}"
@@ -132,19 +132,10 @@ class TrainingJobReconciler:
         # Decide.
         decision = lifecycle.step(inp)
         # Carry it out.
-        result = await self._execute(obj, job, fw, decision)
+        result = rec.Result(requeue_after=await self.execute.run(obj, job, fw, decision))
         # A job that finished now has its first rank read a last time.
         self._progress_ends(job, inp, decision.status)
         return result
-
-    async def _execute(
-        self,
-        obj: Obj,
-        job: v1beta1.TrainingJob | None,
-        fw: fw_contract.Framework | None,
-        decision: lifecycle.Decision,
-    ) -> rec.Result:
-        return rec.Result(requeue_after=await self.execute.run(obj, job, fw, decision))
 
     # --- reading ---------------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ from kubetrain.operator.policies import (
     ttl,
     vanished,
 )
-from kubetrain.operator.scheduling import gang, kueue
+from kubetrain.operator.scheduling import gang, kueue_pods
 from kubetrain.operator.scheduling import workload as workload_
 
 __all__ = ["DEFAULT_REFUSAL_GRACE_SECONDS", "step"]
@@ -652,7 +652,7 @@ class _Step(refusals.Refusals):
     def _released(self) -> tuple[str, ...]:
         if not self.inp.queued:
             return ()
-        return kueue.released(self._live(), finished=self._finished(), current=self._current)
+        return kueue_pods.released(self._live(), finished=self._finished(), current=self._current)
 
     def _replica_statuses(self) -> dict[str, v1beta1.ReplicaStatus]:
         current: dict[str, list[observed.Pod]] = {key: [] for key in self.spec.replica_specs}

@@ -39,7 +39,7 @@ class Backend:
     # than a Kueue LocalQueue.
     own_queues: bool = False
     # How a job waits in a Kueue LocalQueue (the operator's --kueue): as its own Workload
-    # (scheduling.workload), or as plain-pod groups (scheduling.kueue).
+    # (scheduling.workload), or as plain-pod groups (scheduling.kueue_pods).
     kueue: str = WORKLOAD_ROUTE
 
     def kueue_queue(self, queue: str | None) -> str | None:

@@ -23,7 +23,7 @@ from kubetrain.api import naming, observed
 from kubetrain.operator import lifecycle, projection
 from kubetrain.operator.frameworks import pytorch, tensorflow
 from kubetrain.operator.runtime import cache
-from kubetrain.operator.scheduling import kueue
+from kubetrain.operator.scheduling import kueue_pods
 
 Obj = dict[str, Any]
 TIMES = st.sampled_from(["2026-11-24T12:00:00Z", "2026-11-24T12:03:07Z", "2026-11-24T13:00:00Z"])
@@ -95,8 +95,8 @@ STATUSES = pick(
     podIP=st.just("10.64.0.1"),
     qosClass=st.just("BestEffort"),
 )
-LABELS = st.dictionaries(st.sampled_from(["app", "team", kueue.QUEUE_NAME]), WORDS, max_size=2)
-ANNOTATIONS = st.dictionaries(st.sampled_from(["a", "b", kueue.RETRIABLE]), WORDS, max_size=2)
+LABELS = st.dictionaries(st.sampled_from(["app", "team", kueue_pods.QUEUE_NAME]), WORDS, max_size=2)
+ANNOTATIONS = st.dictionaries(st.sampled_from(["a", "b", kueue_pods.RETRIABLE]), WORDS, max_size=2)
 NODES = pick(nodeName=st.sampled_from(["node-0", "node-1"]))
 
 
@@ -148,9 +148,9 @@ def test_the_operator_reads_the_same_of_a_projected_pod(pod: Obj, node_exists: b
     assert cache.by_owner()(projected) == cache.by_owner()(pod)
     assert projected["metadata"]["labels"] == pod["metadata"]["labels"]
     assert projected["metadata"]["resourceVersion"] == pod["metadata"]["resourceVersion"]
-    assert (projected.get("metadata", {}).get("annotations") or {}).get(kueue.RETRIABLE) == pod["metadata"][
-        "annotations"
-    ].get(kueue.RETRIABLE)
+    assert (projected.get("metadata", {}).get("annotations") or {}).get(kueue_pods.RETRIABLE) == pod[
+        "metadata"
+    ]["annotations"].get(kueue_pods.RETRIABLE)
     assert projected.get("spec", {}).get("nodeName") == pod["spec"].get("nodeName")
     assert projection.pod(projected) == projected
 

@@ -35,6 +35,8 @@ from kubetrain.operator.scheduling import workload as workload_
 from testkit import worldapi
 
 T0 = datetime.datetime(2026, 11, 21, 12, 0, tzinfo=datetime.UTC)
+# The loop the executor runs on, one for every World: its fake apiserver answers at once.
+_LOOP = asyncio.new_event_loop()
 GRACE = datetime.timedelta(seconds=30)
 
 
@@ -108,7 +110,6 @@ class World:
         self._placement = itertools.cycle(self.nodes)
         self.api = worldapi.WorldApi(self)
         self.caches = worldapi.WorldCaches(self)
-        self._loop = asyncio.new_event_loop()
         self._operator()
 
     def _operator(self) -> None:
@@ -123,9 +124,6 @@ class World:
             accelerator_config={},
             clock=lambda: self.now,
         )
-
-    def close(self) -> None:
-        self._loop.close()
 
     # --- the operator ----------------------------------------------------------------------
 
@@ -209,7 +207,7 @@ class World:
         invalid = isinstance(inp, lifecycle.Invalid)
         job = None if invalid else attrs.evolve(self.job, status=self.status)
         fw = None if invalid else self.fw
-        self._loop.run_until_complete(self.executor.run(self._object(invalid), job, fw, decision))
+        _LOOP.run_until_complete(self.executor.run(self._object(invalid), job, fw, decision))
         if invalid:
             assert not decision.acts or decision.events, "an invalid job only says why it failed"
         assert self.status == decision.status, "the status stored is the status decided"

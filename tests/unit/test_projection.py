@@ -20,7 +20,7 @@ from kubetrain.api import naming, observed, scheme, v1beta1
 from kubetrain.operator import projection
 from kubetrain.operator.policies import avoid, cleanup
 from kubetrain.operator.runtime import cache
-from kubetrain.operator.scheduling import kueue
+from kubetrain.operator.scheduling import kueue_pods
 
 RECORDED: dict[str, Any] = json.loads(
     (pathlib.Path(__file__).parent / "data" / "recorded_objects.json").read_text()
@@ -38,7 +38,7 @@ def size(obj: Any) -> int:
 def failed(pod: dict[str, Any]) -> dict[str, Any]:
     """The recorded pod, OOM-killed after a restart, evicted and being deleted."""
     pod["metadata"]["deletionTimestamp"] = "2026-11-24T12:05:00Z"
-    pod["metadata"]["annotations"][kueue.RETRIABLE] = "false"
+    pod["metadata"]["annotations"][kueue_pods.RETRIABLE] = "false"
     status = pod["status"]
     status["phase"], status["reason"], status["message"] = "Failed", "Evicted", "The node was low on memory."
     status["conditions"].append(
@@ -130,7 +130,7 @@ def test_a_projected_pod_reads_as_the_pod(pod: dict[str, Any]) -> None:
     assert (projected["apiVersion"], projected["kind"]) == ("v1", "Pod")
     assert projected.get("spec", {}).get("nodeName") == pod["spec"].get("nodeName")
     annotations = projected["metadata"].get("annotations", {})
-    assert annotations.get(kueue.RETRIABLE) == pod["metadata"]["annotations"].get(kueue.RETRIABLE)
+    assert annotations.get(kueue_pods.RETRIABLE) == pod["metadata"]["annotations"].get(kueue_pods.RETRIABLE)
     assert projection.pod(projected) == projected
 
 

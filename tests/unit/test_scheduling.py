@@ -12,7 +12,7 @@ from kubetrain.api import naming, v1beta1
 from kubetrain.operator import render
 from kubetrain.operator.frameworks import mpi, pytorch
 from kubetrain.operator.policies import refusal
-from kubetrain.operator.scheduling import backend, coscheduling, gang, kueue, native, registry, volcano
+from kubetrain.operator.scheduling import backend, coscheduling, gang, kueue_pods, native, registry, volcano
 
 
 def torch_job(**policy: Any) -> v1beta1.TrainingJob:
@@ -131,7 +131,7 @@ def test_volcano_takes_the_queue_and_priority_into_its_podgroup() -> None:
     assert pod["metadata"]["annotations"][volcano.ANNOTATION] == "pt-gang-0"
     assert pod["spec"]["schedulerName"] == "volcano"
     # Volcano's queue is not Kueue's.
-    assert kueue.QUEUE_NAME not in pod["metadata"]["labels"]
+    assert kueue_pods.QUEUE_NAME not in pod["metadata"]["labels"]
 
 
 def pod_groups(b: backend.Backend) -> backend.Backend:
@@ -144,9 +144,9 @@ def test_a_queue_puts_the_gang_in_a_kueue_group(b: backend.Backend) -> None:
     got = objects(torch_job(queue="team-a"), pod_groups(b))
     for name in ("Pod/pt-master-0", "Pod/pt-worker-0"):
         meta = got[name]["metadata"]
-        assert meta["labels"][kueue.QUEUE_NAME] == "team-a"
-        assert meta["labels"][kueue.GROUP_NAME] == "pt-gang-0"
-        assert meta["annotations"][kueue.TOTAL_COUNT] == "4"
+        assert meta["labels"][kueue_pods.QUEUE_NAME] == "team-a"
+        assert meta["labels"][kueue_pods.GROUP_NAME] == "pt-gang-0"
+        assert meta["annotations"][kueue_pods.TOTAL_COUNT] == "4"
 
 
 def test_a_late_replica_stays_out_of_the_kueue_group_it_would_block() -> None:
@@ -159,8 +159,8 @@ def test_a_late_replica_stays_out_of_the_kueue_group_it_would_block() -> None:
         .build()
     )
     got = objects(job, pod_groups(native.BACKEND), mpi.FRAMEWORK)
-    assert got["Pod/m-worker-1"]["metadata"]["annotations"][kueue.TOTAL_COUNT] == "2"
-    assert kueue.QUEUE_NAME not in got["Pod/m-launcher-0"]["metadata"]["labels"]
+    assert got["Pod/m-worker-1"]["metadata"]["annotations"][kueue_pods.TOTAL_COUNT] == "2"
+    assert kueue_pods.QUEUE_NAME not in got["Pod/m-launcher-0"]["metadata"]["labels"]
 
 
 def test_without_a_backend_nothing_is_grouped() -> None:

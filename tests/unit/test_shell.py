@@ -8,6 +8,7 @@ refusals told once, a job another controller manages, and what it remembers acro
 from __future__ import annotations
 
 import attrs
+import pytest
 from testkit.builders import a_ddp_job
 from testkit.world import World
 
@@ -15,6 +16,7 @@ from kubetrain.api import naming, v1beta1
 from kubetrain.operator import lifecycle
 from kubetrain.operator.frameworks import pytorch
 from kubetrain.operator.policies import refusal
+from kubetrain.operator.runtime import client, reconcile
 from kubetrain.operator.scheduling import native
 from kubetrain.operator.scheduling import workload as workload_
 
@@ -139,3 +141,15 @@ def test_a_finished_workload_carries_the_jobs_outcome() -> None:
     assert finish.finished == lifecycle.Finished(succeeded=True, message=ended.message)
     assert w.workload is not None
     assert w.workload.finished
+
+
+def test_a_status_the_schema_refuses_ends_the_pass_without_a_retry() -> None:
+    w = ganged()
+
+    def refuse(patch: dict[str, object]) -> dict[str, object]:
+        raise client.ApiError(422, "Invalid", "status.conditions: Too many")
+
+    w.stored = refuse  # type: ignore[method-assign]
+    with pytest.raises(reconcile.TerminalError, match="Too many"):
+        w.reconcile()
+    assert not w.pods, "nothing acted on a decision that was not stored"
