@@ -64,7 +64,7 @@ class InformerCaches:
         found = store.get(key) if store is not None else None
         return Holder.of(found) if found is not None else None
 
-    def workload(self, job: v1beta1.TrainingJob) -> workload.Seen | None:
+    def workload_object(self, job: v1beta1.TrainingJob) -> Obj | None:
         """The job's Workload as the cache shows it: one this very job controls, or the one
         MultiKueue made for it, while no one controls that."""
         if self.workloads is None:
@@ -72,13 +72,20 @@ class InformerCaches:
         prebuilt = workload.prebuilt(job.metadata.annotations, job.metadata.labels)
         name = prebuilt or workload.name_of(job.metadata.name or "", job.metadata.uid or "")
         obj = self.workloads.store.get(f"{job.metadata.namespace}/{name}")
+        if obj is None or meta.controlled_by(obj, job.metadata.uid):
+            return obj
+        return obj if prebuilt is not None and meta.controller_of(obj) is None else None
+
+    def workload(self, job: v1beta1.TrainingJob) -> workload.Seen | None:
+        obj = self.workload_object(job)
         if obj is None:
             return None
-        ours = meta.controlled_by(obj, job.metadata.uid)
-        if not ours and (prebuilt is None or meta.controller_of(obj) is not None):
-            return None
         flavors = self.flavors.store if self.flavors is not None else None
-        return workload.Seen.of(obj, lambda n: flavors.get(n) if flavors is not None else None, owned=ours)
+        return workload.Seen.of(
+            obj,
+            lambda n: flavors.get(n) if flavors is not None else None,
+            owned=meta.controlled_by(obj, job.metadata.uid),
+        )
 
     def priority(self, name: str) -> int | None:
         found = self.priorities.store.get(name) if self.priorities is not None else None
@@ -89,11 +96,3 @@ class InformerCaches:
 
     def in_place(self) -> bool:
         return self.health is not None and self.health.in_place
-
-    def workload_object(self, job: v1beta1.TrainingJob) -> Obj | None:
-        """The job's Workload object itself, for the executor's patches (as :meth:`workload`)."""
-        if self.workloads is None or self.workload(job) is None:
-            return None
-        prebuilt = workload.prebuilt(job.metadata.annotations, job.metadata.labels)
-        name = prebuilt or workload.name_of(job.metadata.name or "", job.metadata.uid or "")
-        return self.workloads.store.get(f"{job.metadata.namespace}/{name}")

@@ -265,7 +265,8 @@ class Executor:
     async def _batches(
         self, job: v1beta1.TrainingJob, objects: list[Obj], sizes: tuple[int, ...]
     ) -> list[v1beta1.Refusal]:
-        """Create ``objects`` batch after batch, stopping after a batch with a refusal."""
+        """Create ``objects`` batch after batch (``sizes`` add up to at least their number),
+        stopping after a batch with a refusal."""
         start = 0
         for size in sizes:
             batch = objects[start : start + size]
@@ -274,10 +275,7 @@ class Executor:
             refused = [r for r in answers if r is not None]
             if refused:
                 return refused
-        # Sizes for fewer objects than there are (the cache moved on) leave the rest to one batch.
-        rest = objects[start:]
-        answers = await asyncio.gather(*(self._create_one(job, o) for o in rest))
-        return [r for r in answers if r is not None]
+        return []
 
     async def _tensorboard(self, job: v1beta1.TrainingJob) -> tuple[v1beta1.Refusal, ...]:
         """The Deployment, then its Service: a Service in the cache means both exist; what the
