@@ -14,6 +14,7 @@ from typing import Any
 
 from kubetrain.api import meta, observed, v1beta1
 from kubetrain.operator import conditions
+from kubetrain.operator.lifecycle import refusals
 from kubetrain.operator.lifecycle.values import Decision, Finished, Input
 from kubetrain.operator.policies import admission, pacing
 from kubetrain.operator.scheduling import gang
@@ -26,11 +27,17 @@ C = v1beta1.ConditionType
 
 def elsewhere(inp: Input) -> Decision:
     """A job another controller manages is not ours; one MultiKueue dispatches (on the manager
-    cluster, waiting as its own Workload) gets its Workload made, and nothing else."""
+    cluster, waiting as its own Workload) gets its Workload made, and nothing else (a refused
+    create of it is told, once)."""
     if inp.spec.manager != workload_.MULTIKUEUE or not inp.admission:
         return Decision(status=inp.status)
     act = admission.dispatched(inp.workload)
-    return Decision(status=inp.status, workload=act, priority=inp.priority if act else None)
+    return Decision(
+        status=inp.status,
+        workload=act,
+        priority=inp.priority if act else None,
+        events=refusals.told(inp.untold),
+    )
 
 
 def paced(inp: Input, decision: Decision) -> Decision:

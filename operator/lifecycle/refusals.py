@@ -25,12 +25,20 @@ from kubetrain.operator import conditions
 from kubetrain.operator.lifecycle.values import Event, Input
 from kubetrain.operator.policies import refusal
 
-__all__ = ["DEFAULT_REFUSAL_GRACE_SECONDS", "Refusals"]
+__all__ = ["DEFAULT_REFUSAL_GRACE_SECONDS", "Refusals", "told"]
 
 # failurePolicy.refusalGraceSeconds when the job does not say.
 DEFAULT_REFUSAL_GRACE_SECONDS = 300
 
 C = v1beta1.ConditionType
+
+
+def told(refused: tuple[v1beta1.Refusal, ...]) -> tuple[Event, ...]:
+    """The FailedCreate Events that tell ``refused``, one each."""
+    return tuple(
+        Event(type="Warning", reason="FailedCreate", message=f"{r.kind} {r.name}: {r.message}")
+        for r in refused
+    )
 
 
 class Refusals:
@@ -56,10 +64,7 @@ class Refusals:
 
     def _tell_refusals(self) -> None:
         """Tell each refusal of the last try once, as a FailedCreate Event."""
-        for r in self.inp.untold:
-            self.events.append(
-                Event(type="Warning", reason="FailedCreate", message=f"{r.kind} {r.name}: {r.message}")
-            )
+        self.events.extend(told(self.inp.untold))
 
     def _refused_for_good(self, *, held: bool = False) -> bool:
         """Show refused creates; fail the job if a permanent one outlived its grace. ``held``: the

@@ -73,6 +73,8 @@ class WorldApi:
             w.services[name] = observed.Service.of(body)
             return body
         if kind == workload_.WORKLOADS.kind:
+            if name in w.refusing:
+                raise _refuse(*w.refusing[name])
             if w.workload is not None:
                 raise _refuse(409, f'workloads "{name}" already exists')
             w.workload = workload_.Seen(name=name)

@@ -127,6 +127,19 @@ def test_a_job_multikueue_dispatches_gets_its_workload_with_its_priority_and_not
     assert w.reconcile().workload is None, "made once"
 
 
+def test_a_refused_workload_of_a_job_multikueue_dispatches_is_told_once() -> None:
+    policy = v1beta1.SchedulingPolicy(queue="q")
+    job = a_ddp_job(1).with_spec(run_policy=v1beta1.RunPolicy(scheduling_policy=policy)).build()
+    job = attrs.evolve(job, spec=attrs.evolve(job.spec, managed_by=workload_.MULTIKUEUE))
+    w = World(job, pytorch.FRAMEWORK, kueue="workload")
+    w.refusing = {workload_.name_of("pt", w.uid): (404, "the server could not find the requested resource")}
+    w.reconcile()
+    assert w.workload is None
+    told = [e for _ in range(3) for e in w.reconcile().events if e.reason == "FailedCreate"]
+    assert len(told) == 3, "each try's refusal told once"
+    assert all("Workload" in e.message for e in told)
+
+
 def test_a_finished_workload_carries_the_jobs_outcome() -> None:
     policy = v1beta1.SchedulingPolicy(queue="q")
     job = a_ddp_job(1).with_spec(run_policy=v1beta1.RunPolicy(scheduling_policy=policy)).build()
