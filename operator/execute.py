@@ -243,8 +243,6 @@ class Executor:
         pods, groups, shared = [], [], []
         for o in objects:
             if o["kind"] == "Pod":
-                accelerators.apply(o, self.accelerators)
-                workload.apply(o, decision.assigned.get(o["metadata"]["labels"][naming.REPLICA_TYPE]))
                 pods.append(o)
             elif self._is_group(o):
                 if o["metadata"]["name"] in decision.groups:
@@ -259,6 +257,9 @@ class Executor:
         if not refused:
             # Asked again just before creating: the cache has moved on since the decision.
             pods = [p for p in pods if not self._exists("Pod", cache.key_of(p), uid)]
+            for p in pods:
+                accelerators.apply(p, self.accelerators)
+                workload.apply(p, decision.assigned.get(p["metadata"]["labels"][naming.REPLICA_TYPE]))
             refused = await self._batches(job, pods, decision.batches)
         return tuple(refused)
 
@@ -344,13 +345,12 @@ class Executor:
         the caches hold is judged from them; a Secret, a Deployment or a gang group, which no cache
         holds, is read once (a 409 is rare): a predecessor's ssh Secret taken as the job's own would
         go with the predecessor and leave the new pods waiting for it."""
-        key = cache.key_of(obj)
-        if obj["kind"] in CACHED:
-            return (
-                Holder(uid=uid)
-                if self._exists(obj["kind"], key, uid)
-                else self.caches.holder(obj["kind"], key)
-            )
+        key, kind = cache.key_of(obj), obj["kind"]
+        if kind in CACHED:
+            expectations = self.memory.expected.get(kind)
+            if expectations is not None and expectations.expected(key):
+                return Holder(uid=uid)  # made by this process, not shown yet
+            return self.caches.holder(kind, key)
         named = obj["metadata"]
         try:
             return Holder.of(await self.api.get(resource, named["name"], named["namespace"]))

@@ -599,6 +599,9 @@ class _Step(refusals.Refusals):
 
     def _decision(self) -> Decision:
         observed_uids = {p.uid for p in self.pods}
+        joining = gang.joining(
+            self.creates, self.attempts, [p for p in self.pods if self._key(p) is not None]
+        )
         status = v1beta1.TrainingJobStatus(
             state=v1beta1.state_of(self.conditions),
             conditions=self.conditions,
@@ -625,7 +628,7 @@ class _Step(refusals.Refusals):
             tensorboard=tensorboard.missing(self.spec, present=self.inp.tensorboard, ended=self._finished()),
             delete_services=tuple(cleanup.surplus_services(self.spec, self.inp.services)),
             release=self._released(),
-            joining=self._joining(),
+            joining=joining,
             keep_off=tuple(sorted(self._keep_off())) if self.creates else (),
             move=tuple(self.moves.values()),
             open=tuple(self.opens),
@@ -640,14 +643,11 @@ class _Step(refusals.Refusals):
                 self.inp,
                 creates=self.creates,
                 attempts=self.attempts,
-                joining=self._joining(),
+                joining=joining,
                 live=self._live(),
                 finished=self._finished(),
             ),
         )
-
-    def _joining(self) -> tuple[str, ...]:
-        return gang.joining(self.creates, self.attempts, [p for p in self.pods if self._key(p) is not None])
 
     def _released(self) -> tuple[str, ...]:
         if not self.inp.queued:

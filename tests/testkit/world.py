@@ -231,7 +231,7 @@ class World:
     def stored(self, patch: dict[str, Any]) -> dict[str, Any]:
         """A status patch: over the version read, applied and read back."""
         if patch["metadata"]["resourceVersion"] != str(self.version):
-            raise worldapi._refuse(409, "the object has been modified")
+            raise worldapi.refuse(409, "the object has been modified")
         self.status = worldapi.stored_status(self.status, patch["status"])
         self.version += 1
         return self._object(bool(self.unreadable))
@@ -276,11 +276,6 @@ class World:
         """The informers have heard of every pod the cache shows."""
         for name in self.pods:
             self.seen("Pod", name, "MODIFIED")
-
-    def _delete(self, d: lifecycle.Delete) -> None:
-        pod = self.pods.get(d.pod)
-        if pod is not None and pod.uid == d.uid:
-            self.deleted(pod, force=d.force)
 
     def _remove(self, pod: observed.Pod) -> None:
         del self.pods[pod.name]

@@ -41,7 +41,7 @@ def merge(target: Any, patch: Any) -> Any:
     return out
 
 
-def _refuse(status: int, message: str) -> client.ApiError:
+def refuse(status: int, message: str) -> client.ApiError:
     return client.ApiError(status, {404: "NotFound", 409: "Conflict"}.get(status, "Invalid"), message)
 
 
@@ -60,34 +60,34 @@ class WorldApi:
             return body
         if kind == "Pod":
             if name in w.refusing:
-                raise _refuse(*w.refusing[name])
+                raise refuse(*w.refusing[name])
             if name in w.pods or name in w.unseen or name in w.others:
-                raise _refuse(409, f'pods "{name}" already exists')
+                raise refuse(409, f'pods "{name}" already exists')
             w.created(body)
             return body
         if kind == "Service":
             if name in w.services:
-                raise _refuse(409, f'services "{name}" already exists')
+                raise refuse(409, f'services "{name}" already exists')
             if name == naming.tensorboard_name(w.name):
                 w.tensorboards += 1
             w.services[name] = observed.Service.of(body)
             return body
         if kind == workload_.WORKLOADS.kind:
             if name in w.refusing:
-                raise _refuse(*w.refusing[name])
+                raise refuse(*w.refusing[name])
             if w.workload is not None:
-                raise _refuse(409, f'workloads "{name}" already exists')
+                raise refuse(409, f'workloads "{name}" already exists')
             w.workload = workload_.Seen(name=name)
             return body
         if w.scheduler.resource is not None and kind == w.scheduler.resource.kind:
             if name in w.groups:
-                raise _refuse(409, f'podgroups "{name}" already exists')
+                raise refuse(409, f'podgroups "{name}" already exists')
             w.groups[name] = w.uid
             return body
         # A ConfigMap, a Secret, the TensorBoard's Deployment.
         key = (kind, name)
         if key in w.shared:
-            raise _refuse(409, f"{kind} {name} already exists")
+            raise refuse(409, f"{kind} {name} already exists")
         w.shared.add(key)
         return body
 
@@ -103,7 +103,7 @@ class WorldApi:
             return _owned(name, w.uid, w.name)
         if (resource.kind, name) in w.shared:
             return _owned(name, w.uid, w.name)
-        raise _refuse(404, f"{resource.plural} {name} not found")
+        raise refuse(404, f"{resource.plural} {name} not found")
 
     async def list(self, resource: client.Resource, namespace: str | None = None, **_: str) -> Obj:
         w = self.w
@@ -122,13 +122,13 @@ class WorldApi:
         if resource is client.PODS:
             pod = w.pods.get(name)
             if pod is None:
-                raise _refuse(404, f'pods "{name}" not found')
+                raise refuse(404, f'pods "{name}" not found')
             if uid is not None and pod.uid != uid:
-                raise _refuse(409, "Precondition failed: UID in precondition")
+                raise refuse(409, "Precondition failed: UID in precondition")
             w.deleted(pod, force=grace_period_seconds == 0)
         elif resource.kind == "Service":
             if w.services.pop(name, None) is None:
-                raise _refuse(404, f'services "{name}" not found')
+                raise refuse(404, f'services "{name}" not found')
             w.seen("Service", name, "DELETED")
         elif resource.kind == "TrainingJob":
             w.deleted_job = True
@@ -136,7 +136,7 @@ class WorldApi:
             w.workload = None
         elif w.scheduler.resource is not None and resource.kind == w.scheduler.resource.kind:
             if w.groups.pop(name, None) is None:
-                raise _refuse(404, f"{name} not found")
+                raise refuse(404, f"{name} not found")
             w.groups_deleted.append(name)
 
     async def merge_patch(
@@ -157,14 +157,14 @@ class WorldApi:
             pod = w.pods.get(name)
             md = patch.get("metadata") or {}
             if pod is None:
-                raise _refuse(404, f'pods "{name}" not found')
+                raise refuse(404, f'pods "{name}" not found')
             if "uid" in md and md["uid"] != pod.uid:
-                raise _refuse(409, "Precondition failed: UID in precondition")
+                raise refuse(409, "Precondition failed: UID in precondition")
             w.patched(pod, md)
             return patch
         if resource.kind == workload_.WORKLOADS.kind:
             if w.workload is None:
-                raise _refuse(404, f"{name} not found")
+                raise refuse(404, f"{name} not found")
             if subresource is None:
                 w.workload = attrs.evolve(w.workload, owned=True)
                 return patch
