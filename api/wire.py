@@ -125,6 +125,9 @@ def _make_converter() -> cattrs.Converter:
     # A StrEnum is also a str; registering its own class makes it the more specific match.
     c.register_structure_hook(enum.StrEnum, _structure_enum)
     c.register_structure_hook(enum.Enum, _structure_enum)
+    # Plain strings on the wire, so that YAML writes them as JSON does.
+    c.register_unstructure_hook(enum.StrEnum, lambda e: e.value)
+    c.register_unstructure_hook(enum.Enum, lambda e: e.value)
     c.register_structure_hook(datetime.datetime, _parse_time)
     c.register_unstructure_hook(datetime.datetime, format_time)
 

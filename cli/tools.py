@@ -145,6 +145,7 @@ def _manifests(args: argparse.Namespace) -> int:
     defaults = v1beta1.trainingjob_defaults
     generated = {
         pathlib.Path(args.root) / crd.CRD_PATH: crd.render(),
+        **{pathlib.Path(args.root) / path: text for path, text in crd.runtime_definitions().items()},
         pathlib.Path(args.root) / defaults.POLICY_PATH: defaults.render(),
         pathlib.Path(args.root) / STATE_DIAGRAM_PATH: _state_diagram(),
     }

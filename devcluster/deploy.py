@@ -82,8 +82,16 @@ def apply(
                 for container in o["spec"]["template"]["spec"]["containers"]:
                     if container["name"] == "manager":
                         container["image"] = image
-    c.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(objects))
-    c.wait_established()
+    # Objects of a kind the overlay itself defines (the shipped runtimes) are applied once their
+    # CRDs are established: in one apply, kubectl would not yet know their kinds.
+    defined = {o["spec"]["names"]["kind"] for o in objects if o["kind"] == "CustomResourceDefinition"}
+    first = [o for o in objects if o["kind"] not in defined]
+    c.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(first))
+    for definition in (o for o in objects if o["kind"] == "CustomResourceDefinition"):
+        c.wait_established(name=definition["metadata"]["name"])
+    later = [o for o in objects if o["kind"] in defined]
+    if later:
+        c.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(later))
 
 
 def point_webhooks_at(c: controlplane.ControlPlane, base: str) -> None:
@@ -110,19 +118,15 @@ def point_webhooks_at(c: controlplane.ControlPlane, base: str) -> None:
 def _patch_webhooks(
     c: controlplane.ControlPlane, ops_for: Callable[[int, dict[str, Any]], list[dict[str, Any]]]
 ) -> None:
-    """A JSON patch of the ValidatingWebhookConfiguration: ``ops_for(index, webhook)`` for each."""
-    name = webhook_endpoints.CONFIGURATION_NAME
-    vwc = json.loads(c.kubectl("get", "validatingwebhookconfiguration", name, "-o", "json").stdout)
-    ops = [op for i, w in enumerate(vwc["webhooks"]) for op in ops_for(i, w)]
-    if ops:
-        c.kubectl(
-            "patch",
-            "validatingwebhookconfiguration",
-            name,
-            "--type=json",
-            "-p",
-            json.dumps(ops),
-        )
+    """A JSON patch of each webhook configuration: ``ops_for(index, webhook)`` for each webhook."""
+    for kind, name in (
+        ("validatingwebhookconfiguration", webhook_endpoints.CONFIGURATION_NAME),
+        ("mutatingwebhookconfiguration", webhook_endpoints.MUTATING_CONFIGURATION_NAME),
+    ):
+        config = json.loads(c.kubectl("get", kind, name, "-o", "json").stdout)
+        ops = [op for i, w in enumerate(config["webhooks"]) for op in ops_for(i, w)]
+        if ops:
+            c.kubectl("patch", kind, name, "--type=json", "-p", json.dumps(ops))
 
 
 def service_account_kubeconfig(c: controlplane.ControlPlane, path: pathlib.Path) -> pathlib.Path:

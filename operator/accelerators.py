@@ -14,8 +14,11 @@ libraries and ``LD_LIBRARY_PATH`` for ``nvidia.com/gpu``. The operator reads a Y
         mountPath: /usr/local/nvidia
 
 and :func:`apply` adds that env and those volumes to every container of a pod that
-requests the resource (in limits or requests). The user's own env and volume mounts win:
-a variable or mount path the container already sets is left as it is.
+requests the resource (in limits or requests), and its ``tolerations`` to the pod. The user's
+own env and volume mounts win: a variable or mount path the container already sets is left as
+it is, and a toleration the pod has is not added twice. A runtime says the same per runtime
+(``spec.accelerators``, :class:`kubetrain.api.v1beta1.AcceleratorProfile`); a job made from it
+gets the runtime's first, so this file is the default beneath it.
 """
 
 from __future__ import annotations
@@ -24,27 +27,16 @@ import pathlib
 from collections.abc import Mapping
 from typing import Any
 
-import attrs
 import yaml
 
-from kubetrain.api import validation, wire
+from kubetrain.api import v1beta1, validation, wire
 
 __all__ = ["Accelerator", "Config", "HostVolume", "apply", "load"]
 
 
-@attrs.frozen(kw_only=True)
-class HostVolume:
-    name: str
-    host_path: str
-    mount_path: str
-    read_only: bool = True
-
-
-@attrs.frozen(kw_only=True)
-class Accelerator:
-    env: dict[str, str] = attrs.field(factory=dict)
-    volumes: tuple[HostVolume, ...] = ()
-
+# The runtime's accelerator profiles (spec.accelerators) and this file say the same things.
+HostVolume = v1beta1.HostVolume
+Accelerator = v1beta1.AcceleratorProfile
 
 Config = Mapping[str, Accelerator]
 
@@ -58,7 +50,7 @@ def load(path: pathlib.Path) -> dict[str, Accelerator]:
 
 
 def apply(pod: dict[str, Any], config: Config) -> None:
-    """Add each requested accelerator's env and volumes to ``pod`` (in place)."""
+    """Add each requested accelerator's env, volumes and tolerations to ``pod`` (in place)."""
     spec = pod["spec"]
     for container in spec.get("containers", []):
         resources = container.get("resources") or {}
@@ -80,3 +72,5 @@ def _add(spec: dict[str, Any], container: dict[str, Any], acc: Accelerator) -> N
         if not any(existing.get("name") == v.name for existing in volumes):
             volumes.append({"name": v.name, "hostPath": {"path": v.host_path}})
         mounts.append({"name": v.name, "mountPath": v.mount_path, "readOnly": v.read_only})
+    tolerations = spec.setdefault("tolerations", []) if acc.tolerations else []
+    tolerations.extend(dict(t) for t in acc.tolerations if t not in tolerations)

@@ -75,6 +75,7 @@ def parser() -> argparse.ArgumentParser:
         "default: the webhook Service's names in --leader-election-namespace)",
     )
     p.add_argument("--webhook-configuration", default=webhook_endpoints.CONFIGURATION_NAME)
+    p.add_argument("--mutating-webhook-configuration", default=webhook_endpoints.MUTATING_CONFIGURATION_NAME)
     p.add_argument(
         "--gang-scheduler",
         default=scheduling.registry.AUTO,
@@ -249,7 +250,9 @@ async def run(args: argparse.Namespace) -> int:
         ca = webhooks.certificates.write(
             args.cert_dir, args.webhook_host or [service, f"{service}.cluster.local"]
         )
-        await webhooks.certificates.inject(api, ca, args.webhook_configuration)
+        await webhooks.certificates.inject(
+            api, ca, args.webhook_configuration, args.mutating_webhook_configuration
+        )
     if args.gang_scheduler == scheduling.registry.AUTO:
         scheduler = await detect(api, args.namespace, scheduler_name=args.coscheduling_scheduler_name)
     else:

@@ -66,6 +66,8 @@ class Stash:
     network: hub.NetworkSpec | None = None
     progress: hub.ProgressSpec | None = None
     managed_by: str | None = None
+    runtime_ref: hub.RuntimeRef | None = None
+    trainer: hub.Trainer | None = None
     status: hub.TrainingJobStatus | None = None
 
 
@@ -122,6 +124,8 @@ def _spec_to(spec: alpha.TrainingJobSpec, stash: Stash, names: Names) -> hub.Tra
         # Kubeflow's host names, written out: a job created as v1alpha1 is not given PerJob.
         network=stash.network or hub.NetworkSpec(host_names=hub.HostNames.PER_REPLICA),
         progress=stash.progress,
+        runtime_ref=stash.runtime_ref,
+        trainer=stash.trainer,
     )
 
 
@@ -258,6 +262,8 @@ def _stash(src: hub.TrainingJob, spec: alpha.TrainingJobSpec, status: alpha.Trai
         network=_unless_equal(src.spec.network, rebuilt_spec.network),
         progress=src.spec.progress,
         managed_by=src.spec.managed_by,
+        runtime_ref=src.spec.runtime_ref,
+        trainer=src.spec.trainer,
         status=_unless_equal(src.status, _status_to(status, None, names)),
     )
 

@@ -35,6 +35,14 @@ from kubetrain.api.v1beta1.policy_types import (
 )
 from kubetrain.api.v1beta1.progress_types import ProgressSpec, ProgressStatus
 from kubetrain.api.v1beta1.replica_types import ReplicaSpec, RestartPolicy
+from kubetrain.api.v1beta1.runtime_types import (
+    AcceleratorProfile,
+    ClusterTrainingRuntime,
+    HostVolume,
+    RuntimeSpec,
+    TrainerPolicy,
+    TrainingRuntime,
+)
 from kubetrain.api.v1beta1.status_types import (
     AvoidedNode,
     ConditionType,
@@ -48,6 +56,7 @@ from kubetrain.api.v1beta1.status_types import (
     state_of,
 )
 from kubetrain.api.v1beta1.tensorboard_types import TensorBoardSpec, TensorBoardStatus
+from kubetrain.api.v1beta1.trainer_types import EnvVar, RuntimeKind, RuntimeRef, Trainer
 from kubetrain.api.v1beta1.trainingjob_types import (
     CleanPodPolicy,
     HostNames,
@@ -64,6 +73,7 @@ __all__ = [
     "KIND",
     "PLURAL",
     "VERSION",
+    "AcceleratorProfile",
     "AvoidedNode",
     "Budget",
     "Budgets",
@@ -71,9 +81,11 @@ __all__ = [
     "Caffe2BackendType",
     "Caffe2Options",
     "CleanPodPolicy",
+    "ClusterTrainingRuntime",
     "ConditionType",
     "CountedFailures",
     "ElasticPolicy",
+    "EnvVar",
     "ExitCodeMatch",
     "ExitCodeOperator",
     "ExitCodeRange",
@@ -84,6 +96,7 @@ __all__ = [
     "FailureRule",
     "FrameworkSpec",
     "HostNames",
+    "HostVolume",
     "JobState",
     "NetworkSpec",
     "ProgressSpec",
@@ -98,6 +111,9 @@ __all__ = [
     "RestartPolicy",
     "RestartScope",
     "RunPolicy",
+    "RuntimeKind",
+    "RuntimeRef",
+    "RuntimeSpec",
     "SchedulingPolicy",
     "SuccessOperator",
     "SuccessPolicy",
@@ -105,9 +121,12 @@ __all__ = [
     "TensorBoardSpec",
     "TensorBoardStatus",
     "TensorFlowOptions",
+    "Trainer",
+    "TrainerPolicy",
     "TrainingJob",
     "TrainingJobSpec",
     "TrainingJobStatus",
+    "TrainingRuntime",
     "state_of",
     "trainingjob_defaults",
 ]

@@ -14,7 +14,13 @@ from typing import Annotated
 import attrs
 
 from kubetrain.api import indexes, meta, schema
-from kubetrain.api.v1beta1 import policy_types, progress_types, replica_types, tensorboard_types
+from kubetrain.api.v1beta1 import (
+    policy_types,
+    progress_types,
+    replica_types,
+    tensorboard_types,
+    trainer_types,
+)
 
 MAX_FAILURE_HISTORY = 64
 # The nodes a job's replacements keep off, newest last; the oldest is let go first.
@@ -229,3 +235,7 @@ class TrainingJobStatus:
     observed_generation: Annotated[int | None, schema.Field(minimum=0)] = None
     tensorboard: tensorboard_types.TensorBoardStatus | None = None
     progress: progress_types.ProgressStatus | None = None
+    runtime: Annotated[
+        trainer_types.RuntimeRef | None,
+        schema.Field(doc="The runtime the job was made from, and its generation then (spec.runtimeRef)."),
+    ] = None

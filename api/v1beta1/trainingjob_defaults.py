@@ -12,6 +12,8 @@ already know their peers by those names.
 Not given to:
 
 - an elastic job: torchrun's rendezvous needs the short per-replica names;
+- a job made from a runtime (``spec.runtimeRef``): the runtime may say its own host names, so
+  the expansion (``kubetrain.operator.expansion``) gives the default after merging the runtime;
 - a job created as v1alpha1 (the policy matches v1beta1 requests only, ``matchPolicy: Exact``):
   its conversion writes ``PerReplica`` out, as ``kubetrain convert`` does for every old kind —
   Kubeflow's jobs keep Kubeflow's names.
@@ -79,6 +81,9 @@ def admission_policy() -> list[dict[str, Any]]:
             "matchConditions": [
                 {"name": "host-names-unset", "expression": _UNSET},
                 {"name": "not-elastic", "expression": _NOT_ELASTIC},
+                # A job made from a runtime is given it by its expansion, after the runtime's
+                # network: given here first, it would hide the runtime's.
+                {"name": "not-from-a-runtime", "expression": "!has(object.spec.runtimeRef)"},
             ],
             # A JSON patch: an apply configuration would first convert the whole object to its
             # typed form, and a mistyped field anywhere would then be refused by this policy

@@ -25,6 +25,7 @@ from kubetrain.api.v1beta1 import (
     replica_types,
     status_types,
     tensorboard_types,
+    trainer_types,
 )
 
 DNS1035_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
@@ -161,6 +162,7 @@ _HOST_NAMES_CEL = "(has({s}.network) && has({s}.network.hostNames) ? {s}.network
 # name {job}-worker-0, which other pods resolve only through its own Service.
 ELASTIC_HOST_NAMES = "an elastic job (framework.pytorch.elastic) needs network.hostNames PerReplica"
 # A world of fixed size cannot take a new member: its ranks were told the size when they started.
+TRAINER_NEEDS_RUNTIME = "trainer is given only with runtimeRef: it fills the runtime's replica types"
 FIXED_COUNTS = (
     "replicas change only while the job is suspended, or in an elastic job (framework.pytorch.elastic)"
 )
@@ -203,8 +205,26 @@ class TrainingJobSpec:
     tensorboard: tensorboard_types.TensorBoardSpec | None = None
     network: NetworkSpec = attrs.field(factory=NetworkSpec)
     progress: progress_types.ProgressSpec | None = None
+    runtime_ref: Annotated[
+        trainer_types.RuntimeRef | None,
+        schema.Field(
+            doc="The runtime the job is made from: at creation its spec is filled in from the runtime's, "
+            "field by field, and then from trainer (docs/api.md). Immutable."
+        ),
+    ] = None
+    trainer: Annotated[
+        trainer_types.Trainer | None,
+        schema.Field(
+            doc="The trainer's part of a job made from a runtime: image, command, nodes. Immutable."
+        ),
+    ] = None
 
     cel_rules: ClassVar[tuple[schema.Rule, ...]] = (
+        schema.Rule(
+            cel="!has(self.trainer) || has(self.runtimeRef)",
+            message=TRAINER_NEEDS_RUNTIME,
+            field_path=".trainer",
+        ),
         schema.Rule(
             cel="self.replicaSpecs.all(a, self.replicaSpecs.all(b, a == b || a.lowerAscii() != b.lowerAscii()))",
             message=f"replicaSpecs: {_UNIQUE_TYPES}",
@@ -280,6 +300,8 @@ class TrainingJobSpec:
             raise validation.ValidationError(errors)
 
     def _cross_field_errors(self) -> Iterator[validation.FieldError]:
+        if self.trainer is not None and self.runtime_ref is None:
+            yield validation.FieldError(path=("trainer",), message=TRAINER_NEEDS_RUNTIME)
         seen: dict[str, str] = {}
         for t in self.replica_specs:
             other = seen.setdefault(t.lower(), t)

@@ -616,6 +616,7 @@ class _Step(refusals.Refusals):
             avoided_nodes=self.avoided,
             last_refusal=self.last_refusal,
             progress=self.progress,
+            runtime=self.spec.runtime_ref,
         )
         later = [d for d in self.dues if d > self.now]
         return Decision(

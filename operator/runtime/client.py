@@ -26,17 +26,20 @@ from kubetrain.operator.runtime import metrics, ratelimit, transport
 
 __all__ = [
     "CHILDREN",
+    "CLUSTER_TRAINING_RUNTIMES",
     "CONFIGMAPS",
     "CRDS",
     "DEPLOYMENTS",
     "EVENTS",
     "LEASES",
+    "MUTATING_WEBHOOK_CONFIGURATIONS",
     "NODES",
     "PODS",
     "POD_TEMPLATES",
     "SECRETS",
     "SERVICES",
     "TRAININGJOBS",
+    "TRAINING_RUNTIMES",
     "VALIDATING_WEBHOOK_CONFIGURATIONS",
     "ApiError",
     "Client",
@@ -59,6 +62,13 @@ EVENTS = Resource("", "v1", "events", "Event")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False)
+MUTATING_WEBHOOK_CONFIGURATIONS = Resource(
+    "admissionregistration.k8s.io",
+    "v1",
+    "mutatingwebhookconfigurations",
+    "MutatingWebhookConfiguration",
+    False,
+)
 VALIDATING_WEBHOOK_CONFIGURATIONS = Resource(
     "admissionregistration.k8s.io",
     "v1",
@@ -67,6 +77,16 @@ VALIDATING_WEBHOOK_CONFIGURATIONS = Resource(
     False,
 )
 TRAININGJOBS = Resource(v1beta1.GROUP, v1beta1.VERSION, v1beta1.PLURAL, v1beta1.KIND)
+CLUSTER_TRAINING_RUNTIMES = Resource(
+    v1beta1.GROUP,
+    v1beta1.VERSION,
+    v1beta1.runtime_types.CLUSTER_PLURAL,
+    v1beta1.runtime_types.CLUSTER_KIND,
+    False,
+)
+TRAINING_RUNTIMES = Resource(
+    v1beta1.GROUP, v1beta1.VERSION, v1beta1.runtime_types.PLURAL, v1beta1.runtime_types.KIND
+)
 # What a TrainingJob renders, by kind.
 CHILDREN = {r.kind: r for r in (PODS, POD_TEMPLATES, SERVICES, CONFIGMAPS, SECRETS, DEPLOYMENTS)}
 

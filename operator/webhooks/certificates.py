@@ -31,19 +31,25 @@ def write(cert_dir: pathlib.Path, hosts: Sequence[str]) -> bytes:
     return ca.cert_pem
 
 
-async def inject(api: client.Client, ca_pem: bytes, webhook_configuration: str) -> None:
-    """Put the CA into the CRD's conversion webhook and the validating webhooks."""
+async def inject(
+    api: client.Client, ca_pem: bytes, webhook_configuration: str, mutating_configuration: str
+) -> None:
+    """Put the CA into the CRD's conversion webhook and the validating and mutating webhooks."""
     bundle = base64.b64encode(ca_pem).decode("ascii")
     definition: dict[str, Any] = await api.get(client.CRDS, crd.NAME)
     if (definition["spec"].get("conversion") or {}).get("strategy") == "Webhook":
         patch = {"spec": {"conversion": {"webhook": {"clientConfig": {"caBundle": bundle}}}}}
         await api.merge_patch(client.CRDS, crd.NAME, patch)
-    config: dict[str, Any] = await api.get(client.VALIDATING_WEBHOOK_CONFIGURATIONS, webhook_configuration)
-    webhooks = config.get("webhooks") or []
-    for webhook in webhooks:
-        webhook["clientConfig"]["caBundle"] = bundle
-    await api.merge_patch(
-        client.VALIDATING_WEBHOOK_CONFIGURATIONS,
-        webhook_configuration,
-        {"metadata": {"resourceVersion": config["metadata"]["resourceVersion"]}, "webhooks": webhooks},
-    )
+    for resource, name in (
+        (client.VALIDATING_WEBHOOK_CONFIGURATIONS, webhook_configuration),
+        (client.MUTATING_WEBHOOK_CONFIGURATIONS, mutating_configuration),
+    ):
+        config: dict[str, Any] = await api.get(resource, name)
+        webhooks = config.get("webhooks") or []
+        for webhook in webhooks:
+            webhook["clientConfig"]["caBundle"] = bundle
+        await api.merge_patch(
+            resource,
+            name,
+            {"metadata": {"resourceVersion": config["metadata"]["resourceVersion"]}, "webhooks": webhooks},
+        )

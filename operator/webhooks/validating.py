@@ -8,7 +8,7 @@ adds what they cannot know:
   through :func:`kubetrain.operator.intake.decode`, as the reconciler, ``kubetrain render``,
   ``submit`` and ``convert`` check them);
 - fields that must not change once the job exists: the framework, ``runtimeId``,
-  ``managedBy``, the set of replica types, and the pod templates — unless the
+  ``managedBy``, ``runtimeRef`` and ``trainer``, the set of replica types, and the pod templates — unless the
   job is suspended (a queue such as Kueue may then adjust them, as it does for batch Jobs)
   or its pods are being refused (``ReplicaFailure``), so a user can mend what blocks them;
 - ``spec.tensorboard``, which may be added to a job but not changed or removed: its
@@ -17,7 +17,8 @@ adds what they cannot know:
   store together (:mod:`~kubetrain.operator.policies.footprint`), is refused with the figure;
 - what the apiserver itself would say of the pods and Services the job renders, by a
   server-side dry run (:mod:`~kubetrain.operator.webhooks.dryrun`) — only when the spec is
-  new or changed. An answer about the namespace (quota, a missing ServiceAccount) admits
+  new or changed, and not for a new job made from a runtime (the expansion, :mod:`.expanding`,
+  dry-ran it a moment before). An answer about the namespace (quota, a missing ServiceAccount) admits
   the job with a warning that ``kubectl`` prints;
 - a deprecated field set (``runPolicy.managedBy``): admitted, with a warning naming its successor.
 
@@ -39,7 +40,7 @@ from kubetrain.operator.frameworks import registry
 from kubetrain.operator.runtime import client
 from kubetrain.operator.webhooks import dryrun
 
-__all__ = ["Admission", "answer", "errors"]
+__all__ = ["Admission", "answer", "errors", "response"]
 
 API_VERSION = "admission.k8s.io/v1"
 # Up to 6 dry runs per review (2 replica types): ~30 reviews a second, 60 at once.
@@ -69,11 +70,13 @@ class Admission:
         job, fw, found = _checked(new, old, self.frameworks)
         said = _deprecated(job)
         if job is None or fw is None or found or (old is not None and _same_spec(new, old)):
-            return _response(request, found, said)
+            return response(request, found, said)
+        if old is None and job.spec.runtime_ref is not None:
+            return response(request, found, said)  # made from a runtime: the expansion dry-ran it
         if not job.metadata.namespace:
             job = attrs.evolve(job, metadata=attrs.evolve(job.metadata, namespace=request.get("namespace")))
         verdict = await dryrun.check(self.api, job, fw, self.accelerators)
-        return _response(request, list(verdict.errors), (*said, *verdict.warnings))
+        return response(request, list(verdict.errors), (*said, *verdict.warnings))
 
 
 def answer(body: Mapping[str, Any], frameworks: registry.Registry | None = None) -> dict[str, Any]:
@@ -82,7 +85,7 @@ def answer(body: Mapping[str, Any], frameworks: registry.Registry | None = None)
     job, _, found = _checked(
         request.get("object"), request.get("oldObject"), frameworks or registry.default()
     )
-    return _response(request, found, _deprecated(job))
+    return response(request, found, _deprecated(job))
 
 
 def errors(
@@ -99,7 +102,7 @@ def _deprecated(job: v1beta1.TrainingJob | None) -> tuple[str, ...]:
     return ("spec.runPolicy.managedBy is deprecated: set spec.managedBy, the field MultiKueue reads",)
 
 
-def _response(
+def response(
     request: Mapping[str, Any], found: list[validation.FieldError], warnings: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     response: dict[str, Any] = {"uid": request.get("uid", ""), "allowed": not found}
@@ -144,6 +147,9 @@ def _changed_immutables(
     for path, before, after in (
         (("spec", "framework"), a.framework, b.framework),
         (("spec", "runtimeId"), a.runtime_id, b.runtime_id),
+        # A job made from a runtime was expanded from these once, at creation; it is pinned.
+        (("spec", "runtimeRef"), a.runtime_ref, b.runtime_ref),
+        (("spec", "trainer"), a.trainer, b.trainer),
         (("spec", "managedBy"), a.manager, b.manager),
         (("spec", "replicaSpecs"), sorted(a.replica_specs), sorted(b.replica_specs)),
         # Pods already running know their peers by these names.

@@ -44,8 +44,10 @@ class Rule(NamedTuple):
 
 # The operator's pure parts: no cluster, no runtime. The CLI and the converter may use them.
 PURE = (
+    "kubetrain.operator.accelerators",
     "kubetrain.operator.agent",
     "kubetrain.operator.conditions",
+    "kubetrain.operator.expansion",
     "kubetrain.operator.frameworks",
     "kubetrain.operator.intake",
     "kubetrain.operator.lifecycle",
