@@ -129,6 +129,11 @@ def runtime_definition(cls: type) -> dict[str, Any]:
     }
 
 
+def runtime_names() -> tuple[str, ...]:
+    """The runtime kinds' CRD names."""
+    return tuple(runtime_definition(cls)["metadata"]["name"] for cls in RUNTIME_CRD_PATHS)
+
+
 def runtime_definitions() -> dict[str, str]:
     """Each runtime kind's CRD, as the YAML file checked in at its path."""
     return {

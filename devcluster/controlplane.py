@@ -140,7 +140,8 @@ class ControlPlane:
         )
 
     def install_crds(self, config_dir: pathlib.Path, timeout: float = 60) -> None:
-        """Apply ``config_dir/crd/bases`` (kustomize build | kubectl apply), and wait until served.
+        """Apply ``config_dir/crd/bases`` (kustomize build | kubectl apply): the TrainingJob's CRD
+        and the runtimes'; wait until they are Established and TrainingJobs are served.
 
         That is the CRD without webhook conversion, for clusters where no webhook serves;
         ``config/default`` deploys it with the webhook.
@@ -155,7 +156,8 @@ class ControlPlane:
             text=True,
         ).stdout
         self.kubectl("apply", "--server-side", "-f", "-", input=manifest)
-        self.wait_established(timeout)
+        for definition in (crd.NAME, *crd.runtime_names()):
+            self.wait_established(timeout, definition)
         for version in (v1beta1.VERSION, v1alpha1.VERSION):
             path = f"/apis/{v1beta1.GROUP}/{version}/{v1beta1.PLURAL}?watch=1&timeoutSeconds=1"
             process.wait_until(

@@ -82,16 +82,20 @@ def apply(
                 for container in o["spec"]["template"]["spec"]["containers"]:
                     if container["name"] == "manager":
                         container["image"] = image
-    # Objects of a kind the overlay itself defines (the shipped runtimes) are applied once their
-    # CRDs are established: in one apply, kubectl would not yet know their kinds.
-    defined = {o["spec"]["names"]["kind"] for o in objects if o["kind"] == "CustomResourceDefinition"}
-    first = [o for o in objects if o["kind"] not in defined]
+    first, later = phases(objects)
     c.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(first))
-    for definition in (o for o in objects if o["kind"] == "CustomResourceDefinition"):
+    for definition in (o for o in first if o["kind"] == "CustomResourceDefinition"):
         c.wait_established(name=definition["metadata"]["name"])
-    later = [o for o in objects if o["kind"] in defined]
     if later:
         c.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(later))
+
+
+def phases(objects: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``objects`` in two applies: objects of a kind the overlay itself defines (the shipped
+    runtimes) go second, once their CRDs are established — in one apply, kubectl would not yet
+    know their kinds."""
+    defined = {o["spec"]["names"]["kind"] for o in objects if o["kind"] == "CustomResourceDefinition"}
+    return [o for o in objects if o["kind"] not in defined], [o for o in objects if o["kind"] in defined]
 
 
 def point_webhooks_at(c: controlplane.ControlPlane, base: str) -> None:

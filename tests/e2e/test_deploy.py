@@ -32,8 +32,11 @@ from testkit.kube import eventually
 from kubetrain.api import crd, exact, scheme, validation
 from kubetrain.devcluster import cluster as devcluster
 from kubetrain.devcluster import deploy, kwok, process
+from kubetrain.operator import expansion
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+GROUP = "training.kubetrain.dev"
+SHORT = SAMPLES / "short"
 NAMESPACE = deploy.NAMESPACE
 SERVICE_ACCOUNT = f"system:serviceaccount:{NAMESPACE}:kubetrain-controller-manager"
 ALPHA = "trainingjobs.v1alpha1.training.kubetrain.dev"
@@ -105,7 +108,11 @@ def deployed() -> Iterator[Deployment]:
             c.kubectl("apply", "-f", "-", input=json.dumps(stub_crd(group, kind, plural)))
         c.kubectl("create", "namespace", NAMESPACE)
         manifest = deploy.overlay(c, ROOT / "config")
-        dry_run = c.kubectl("apply", "--server-side", "--dry-run=server", "-f", "-", input=manifest).stdout
+        # The shipped runtimes' kinds are defined by the overlay itself: they come after its CRDs.
+        first, _ = deploy.phases(list(yaml.safe_load_all(manifest)))
+        dry_run = c.kubectl(
+            "apply", "--server-side", "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(first)
+        ).stdout
         deploy.apply(c, manifest, optional=True)
         port = process.free_port()
         deploy.point_webhooks_at(c, f"https://127.0.0.1:{port}")
@@ -142,8 +149,15 @@ def test_the_overlay_is_accepted_by_a_server_side_dry_run_and_wires_cert_manager
 ) -> None:
     manifest = deploy.overlay(deployed.cluster, ROOT / "config")
     objects = list(yaml.safe_load_all(manifest))
-    # The fixture's server-side dry run, before anything was applied: every object accepted.
-    assert deployed.dry_run.count("(server dry run)") == len(objects)
+    first, runtimes = deploy.phases(objects)
+    # The fixture's server-side dry run, before anything was applied: every object accepted; and
+    # the shipped runtimes, applied once their CRDs were there, are all stored.
+    assert deployed.dry_run.count("(server dry run)") == len(first)
+    stored = deployed.kubectl("get", "clustertrainingruntimes", "-o", "name").stdout.split()
+    assert sorted(stored) == sorted(
+        f"clustertrainingruntime.{GROUP}/{o['metadata']['name']}" for o in runtimes
+    )
+    assert len(runtimes) >= 11
     by_kind = {(o["kind"], o["metadata"]["name"]): o for o in objects}
     current = by_kind[("CustomResourceDefinition", "trainingjobs.training.kubetrain.dev")]
     assert (
@@ -480,6 +494,108 @@ def test_names_another_object_holds_are_shown_on_the_job_and_those_objects_left_
     uid = get(deployed, RESOURCE, ns, name)["metadata"]["uid"]
     (owner,) = get(deployed, "secret", ns, f"{name}-ssh")["metadata"]["ownerReferences"]
     assert owner["uid"] == uid
+
+
+# --- runtimes -----------------------------------------------------------------------------------
+
+
+def shipped() -> expansion.Resolve:
+    return expansion.from_documents(
+        yaml.safe_load(p.read_text()) for p in (ROOT / "config" / "runtimes").glob("*.yaml")
+    )
+
+
+@pytest.mark.parametrize("sample", sorted(p.name for p in SHORT.glob("*.yaml")))
+def test_every_shipped_runtime_admits_a_short_job_and_its_pods_are_what_the_expansion_renders(
+    deployed: Deployment, sample: str
+) -> None:
+    ns = namespace(deployed, f"short-{sample.removesuffix('.yaml')}")
+    job = yaml.safe_load((SHORT / sample).read_text())
+    deployed.kubectl("create", "-n", ns, "-f", "-", input=json.dumps(job))
+    name = job["metadata"]["name"]
+    # The same expansion, offline, from the files: the stored job must be what it makes.
+    local = expansion.expand({**job, "metadata": {**job["metadata"], "namespace": ns}}, shipped()).obj["spec"]
+    stored = get(deployed, RESOURCE, ns, name)
+    assert stored["spec"] == {**local, "runtimeRef": {**local["runtimeRef"], "generation": 1}}
+    hub = scheme.to_hub(scheme.decode(stored))
+    running = running_pods(
+        deployed.cluster, ns, name, sum(r.replicas for r in hub.spec.replica_specs.values())
+    )
+    images = {p["spec"]["containers"][0]["image"] for p in running.values()}
+    assert images == {job["spec"]["trainer"]["image"]}
+    trainer = job["spec"]["trainer"]
+    runs = [
+        (p["spec"]["containers"][0].get("command"), p["spec"]["containers"][0].get("args"))
+        for p in running.values()
+    ]
+    assert (trainer.get("command"), trainer.get("args")) in runs
+    status = wait_state(deployed.cluster, ns, name, "Running")
+    assert status["runtime"] == {
+        "kind": "ClusterTrainingRuntime",
+        "name": job["spec"]["runtimeRef"]["name"],
+        "generation": 1,
+    }
+
+
+def test_a_job_is_pinned_to_the_runtime_it_was_made_from_and_its_trainer_cannot_change(
+    deployed: Deployment,
+) -> None:
+    ns = namespace(deployed, "pinned")
+    runtime = yaml.safe_load((ROOT / "config" / "runtimes" / "torch-distributed.yaml").read_text())
+    runtime = {**runtime, "kind": "TrainingRuntime", "metadata": {"name": "ours", "namespace": ns}}
+    runtime["spec"]["network"] = {"hostNames": "PerReplica"}  # not the default a job is given
+    deployed.kubectl("apply", "-f", "-", input=json.dumps(runtime))
+    short = {
+        "apiVersion": f"{GROUP}/v1beta1",
+        "kind": "TrainingJob",
+        "metadata": {"name": "first", "namespace": ns},
+        "spec": {
+            "runtimeRef": {"kind": "TrainingRuntime", "name": "ours"},
+            "trainer": {"image": "x:1", "command": ["python", "t.py"], "numNodes": 2},
+        },
+    }
+    deployed.kubectl("create", "-f", "-", input=json.dumps(short))
+    before = get(deployed, RESOURCE, ns, "first")["spec"]
+    assert before["network"] == {"hostNames": "PerReplica"}  # the runtime's, not the policy's PerJob
+    runtime["spec"]["runPolicy"] = {"backoffLimit": 9}
+    deployed.kubectl("apply", "-f", "-", input=json.dumps(runtime))
+    second = {**short, "metadata": {"name": "second", "namespace": ns}}
+    deployed.kubectl("create", "-f", "-", input=json.dumps(second))
+    after = get(deployed, RESOURCE, ns, "second")["spec"]
+    assert (after["runPolicy"]["backoffLimit"], after["runtimeRef"]["generation"]) == (9, 2)
+    deployed.kubectl("delete", "trainingruntime", "ours", "-n", ns)
+    assert get(deployed, RESOURCE, ns, "first")["spec"] == before  # edited, then deleted: unchanged
+    assert wait_state(deployed.cluster, ns, "first", "Running")["runtime"]["generation"] == 1
+    changed = deployed.kubectl(
+        "patch",
+        RESOURCE,
+        "first",
+        "-n",
+        ns,
+        "--type=merge",
+        "-p",
+        '{"spec": {"trainer": {"numNodes": 3}}}',
+        check=False,
+    )
+    assert changed.returncode != 0
+    assert "spec.trainer: field is immutable" in changed.stderr
+    third = {**short, "metadata": {"name": "third", "namespace": ns}}
+    gone = deployed.kubectl("create", "-f", "-", input=json.dumps(third), check=False)
+    assert gone.returncode != 0
+    assert f'spec.runtimeRef: TrainingRuntime "ours" not found in namespace {ns}' in gone.stderr
+
+
+def test_a_runtime_that_cannot_make_runnable_pods_is_refused_when_it_is_written(deployed: Deployment) -> None:
+    runtime = yaml.safe_load((ROOT / "config" / "runtimes" / "torch-distributed.yaml").read_text())
+    runtime["metadata"] = {"name": "two-masters"}
+    runtime["spec"]["replicaSpecs"]["Master"] = {
+        "replicas": 2,
+        "template": {"spec": {"containers": [{"name": "pytorch"}]}},
+    }
+    refused = deployed.kubectl("apply", "-f", "-", input=json.dumps(runtime), check=False)
+    assert refused.returncode != 0
+    assert "denied the request: spec.replicaSpecs.Master.replicas: " in refused.stderr
+    assert deployed.manager.alive()
 
 
 # --- least privilege -------------------------------------------------------------------------------

@@ -57,7 +57,7 @@ def test_the_policy_asks_the_same_as_on_create_and_is_what_config_defaults_holds
     assert binding["spec"]["policyName"] == policy["metadata"]["name"]
     assert (ROOT / defaults.POLICY_PATH).read_text() == defaults.render()
     assert (
-        "../defaults" in yaml.safe_load((ROOT / "config/default/kustomization.yaml").read_text())["resources"]
+        "../defaults" in yaml.safe_load((ROOT / "config/operator/kustomization.yaml").read_text())["resources"]
     )
 
 
@@ -84,6 +84,8 @@ def test_kubetrain_convert_writes_the_old_kinds_host_names_out() -> None:
     for sample in sorted((ROOT / "samples" / "legacy").glob("*.yaml")):
         for doc in yaml.safe_load_all(sample.read_text()):
             converted = document.convert(doc).job
+            if converted is None:  # Kubeflow Trainer v2's: a runtime, or a job made from one
+                continue
             assert converted.spec.network.host_names is v1beta1.HostNames.PER_REPLICA, sample.name
 
 
