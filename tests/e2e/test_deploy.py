@@ -585,6 +585,18 @@ def test_a_job_is_pinned_to_the_runtime_it_was_made_from_and_its_trainer_cannot_
     assert f'spec.runtimeRef: TrainingRuntime "ours" not found in namespace {ns}' in gone.stderr
 
 
+def test_a_short_file_applied_again_server_side_leaves_the_job_as_it_was(deployed: Deployment) -> None:
+    # GitOps tools apply the same file again and again; with server-side apply the fields the
+    # expansion added are the applier's, which a second apply of the short file would prune.
+    ns = namespace(deployed, "reapplied")
+    path = SHORT / "torch-distributed.yaml"
+    deployed.kubectl("apply", "--server-side", "-n", ns, "-f", str(path))
+    first = get(deployed, RESOURCE, ns, "torch-distributed")["spec"]
+    again = deployed.kubectl("apply", "--server-side", "-n", ns, "-f", str(path), check=False)
+    assert again.returncode == 0, again.stderr
+    assert get(deployed, RESOURCE, ns, "torch-distributed")["spec"] == first
+
+
 def test_a_runtime_that_cannot_make_runnable_pods_is_refused_when_it_is_written(deployed: Deployment) -> None:
     runtime = yaml.safe_load((ROOT / "config" / "runtimes" / "torch-distributed.yaml").read_text())
     runtime["metadata"] = {"name": "two-masters"}
