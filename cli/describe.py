@@ -1,6 +1,7 @@
 """``kubetrain describe JOB``: everything a person needs to know about a job to act on it.
 
-The text reads top-down as the questions come: what state the job is in and why (the
+The text reads top-down as the questions come: what the job is (its framework, and the runtime
+it was made from, with the runtime's generation then); what state it is in and why (the
 condition that decided it, in the operator's words); which conditions hold; how many
 replicas of each type are where, and their pods; how many restarts were spent against which
 budget; which failures happened, and which rule decided what to do; whether its pods wait
@@ -33,6 +34,7 @@ __all__ = [
     "deciding",
     "hint",
     "progress_section",
+    "runtime_cell",
     "tensorboard_section",
     "text",
 ]
@@ -127,6 +129,7 @@ def _summary(job: v1beta1.TrainingJob, now: datetime.datetime) -> str:
         ("Name", job.metadata.name),
         ("Namespace", job.metadata.namespace),
         ("Framework", job.spec.framework.name),
+        ("Runtime", runtime_cell(job)),
         ("State", state if s.state else f"{state} (the operator has not reconciled it yet)"),
     ]
     if why is not None:
@@ -138,6 +141,16 @@ def _summary(job: v1beta1.TrainingJob, now: datetime.datetime) -> str:
         ("Deleting", _when(job.metadata.deletion_timestamp, now)),
     ]
     return _fields(pairs, LABEL_WIDTH)
+
+
+def runtime_cell(job: v1beta1.TrainingJob) -> str | None:
+    """The runtime the job was made from, and its generation then: ``ClusterTrainingRuntime
+    torch-distributed (generation 3)``; None for a job written whole. The status says what the
+    operator saw; until it has, the spec (admission wrote the generation into it)."""
+    ref = job.status.runtime or job.spec.runtime_ref
+    if ref is None:
+        return None
+    return f"{ref} (generation {ref.generation})" if ref.generation is not None else str(ref)
 
 
 def _conditions(job: v1beta1.TrainingJob, now: datetime.datetime) -> str:

@@ -3,7 +3,12 @@
 ``submit FILE`` (``-`` for standard input) creates every TrainingJob of the file, checked
 first with the same rules as admission (the API's, then its framework's, where this
 installation knows the framework), so a mistake is named by ``file:line`` before anything is
-sent. ``--wait`` then waits for each job's outcome, ``--follow`` prints its
+sent. ``submit --runtime NAME --image I --nodes N -- COMMAND...`` writes the short job made from
+a runtime itself (:func:`kubetrain.client.runtimes.short_job`), a flag per trainer field, and
+creates it; a bad value is named by its flag. A short job — from flags or a file — is expanded
+from its runtime by admission, in the cluster, which refuses it there (a runtime that is not
+there, a trainer that does not fit it) with one line. ``--dry-run`` prints what would be
+created and creates nothing. ``--wait`` then waits for each job's outcome, ``--follow`` prints its
 logs while it runs and its outcome when it ends; either exits as ``wait`` does (0, 1 failed,
 2 timed out).
 
@@ -23,9 +28,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from kubetrain import client
-from kubetrain.api import v1beta1
+from kubetrain.api import v1beta1, validation
 from kubetrain.cli import cluster, errors, logs, output, wait
 from kubetrain.client import jobs as client_jobs
+from kubetrain.client import runtimes
 
 __all__ = ["arguments", "replicas_cell", "rows", "state_cell"]
 
@@ -54,7 +60,48 @@ def arguments(verb: str, p: argparse.ArgumentParser) -> None:
 
 
 def _submit_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="YAML with one or more TrainingJobs (v1alpha1 or v1beta1); - for stdin")
+    p.usage = (
+        "%(prog)s FILE [options]\n"
+        "       %(prog)s --runtime NAME [--image IMAGE] [--nodes N] [options] -- COMMAND [ARG ...]"
+    )
+    p.add_argument(
+        "words",
+        nargs="*",
+        metavar="FILE | -- COMMAND",
+        help="YAML with one or more TrainingJobs (v1alpha1 or v1beta1; - for stdin); with --runtime, "
+        "the command the job runs, after --",
+    )
+    g = p.add_argument_group("a job made from a runtime (kubetrain runtimes lists them), instead of FILE")
+    g.add_argument("--runtime", metavar="NAME", help="the runtime the job is made from")
+    g.add_argument(
+        "--runtime-kind",
+        choices=[k.value for k in v1beta1.RuntimeKind],
+        help="ClusterTrainingRuntime (default: every namespace's) or TrainingRuntime (the namespace's)",
+    )
+    g.add_argument("--image", help="the image the training code is in")
+    g.add_argument("--nodes", type=_count, metavar="N", help="the number of nodes (the runtime's node type)")
+    g.add_argument(
+        "--env",
+        type=_variable,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an environment variable of the trainer (repeat for more)",
+    )
+    g.add_argument("--procs-per-node", metavar="P", help="processes per node: a number, or auto, cpu, gpu")
+    g.add_argument(
+        "--gpus-per-node", type=_positive, metavar="G", help=f"GPUs per node ({runtimes.GPU} in its limits)"
+    )
+    names = g.add_mutually_exclusive_group()
+    names.add_argument("--name", help="the job's name")
+    names.add_argument(
+        "--generate-name",
+        action="store_true",
+        help="name it after the runtime, {runtime}-xxxxx (the default without --name)",
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the YAML of what would be created; create nothing"
+    )
     p.add_argument("--wait", action="store_true", help="wait until each job has succeeded (0) or failed (1)")
     p.add_argument(
         "-f", "--follow", action="store_true", help="print the logs until the job ends, then its outcome"
@@ -62,12 +109,43 @@ def _submit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--timeout", type=wait.duration, help="for --wait, per job: 90, 90s, 10m, 1h (default: none)"
     )
-    p.set_defaults(run=_submit)
+    p.set_defaults(run=_submit, prog=p.prog)
+
+
+# The flags of a job made from a runtime, by the destination argparse gives them.
+_RUNTIME_FLAGS = {
+    "runtime_kind": "--runtime-kind",
+    "image": "--image",
+    "nodes": "--nodes",
+    "env": "--env",
+    "procs_per_node": "--procs-per-node",
+    "gpus_per_node": "--gpus-per-node",
+    "name": "--name",
+    "generate_name": "--generate-name",
+}
+# Which flag wrote each field of the short job: its errors are said by the flag.
+_FLAG_OF: dict[tuple[str, ...], str] = {
+    ("spec", "runtimeRef"): "--runtime",
+    ("spec", "runtimeRef", "kind"): "--runtime-kind",
+    ("spec", "trainer", "image"): "--image",
+    ("spec", "trainer", "command"): "COMMAND",
+    ("spec", "trainer", "numNodes"): "--nodes",
+    ("spec", "trainer", "env"): "--env",
+    ("spec", "trainer", "procsPerNode"): "--procs-per-node",
+    ("spec", "trainer", "resourcesPerNode"): "--gpus-per-node",
+    ("metadata", "name"): "--name",
+    ("metadata", "namespace"): "--namespace",
+}
 
 
 def _submit(args: argparse.Namespace) -> int:
-    # A bad file is said as such, cluster or not.
-    bodies = client_jobs.read_file(args.file, check=_admissible)
+    # A bad file, or a bad flag, is said as such, cluster or not.
+    bodies = _bodies(args)
+    if args.dry_run:
+        if args.wait or args.follow:
+            raise errors.UsageError("--dry-run creates nothing to --wait for or --follow", args.prog)
+        output.yaml_documents(bodies, sys.stdout)
+        return 0
     with cluster.connect(args) as c:
         created = [c.create(body, namespace=args.namespace) for body in bodies]
         for job in created:
@@ -92,12 +170,76 @@ def _submit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bodies(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """What ``submit`` creates: the file's jobs, or the job its --runtime flags make."""
+    if args.runtime is None:
+        given = [
+            flag for dest, flag in _RUNTIME_FLAGS.items() if getattr(args, dest) not in (None, False, [])
+        ]
+        if given:
+            raise errors.UsageError(
+                f"{', '.join(given)}: only for a job made from a runtime: give --runtime NAME", args.prog
+            )
+        if len(args.words) != 1:
+            raise errors.UsageError(
+                "give one FILE, or --runtime NAME and the job's command after --", args.prog
+            )
+        return client_jobs.read_file(args.words[0], check=_admissible)
+    body = client.short_job(
+        args.runtime,
+        kind=args.runtime_kind or v1beta1.RuntimeKind.CLUSTER,
+        image=args.image,
+        command=args.words or None,
+        nodes=args.nodes,
+        env=args.env,
+        procs_per_node=args.procs_per_node,
+        gpus_per_node=args.gpus_per_node,
+        name=args.name,
+        namespace=args.namespace,
+    )
+    try:
+        return [client_jobs.short_body(body)]
+    except validation.ValidationError as e:
+        raise errors.CommandError("\n".join(_by_flag(f) for f in e.errors)) from None
+
+
+def _by_flag(error: validation.FieldError) -> str:
+    """A field error of the job the flags made, said by the flag that gave the field."""
+    for n in range(len(error.path), 0, -1):
+        flag = _FLAG_OF.get(tuple(str(p) for p in error.path[:n]))
+        if flag is not None:
+            return f"{flag}: {error}"
+    return str(error)
+
+
+def _count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a number of nodes, 0 or more, got {text!r}")
+    return int(text)
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) == 0:
+        raise argparse.ArgumentTypeError(f"expected a number, 1 or more, got {text!r}")
+    return int(text)
+
+
+def _variable(text: str) -> tuple[str, str]:
+    name, equals, value = text.partition("=")
+    if not equals or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name, value
+
+
 def _admissible(data: Any) -> None:
     """Admission's checks of a job's framework (:func:`kubetrain.operator.intake.decode`), for the
     frameworks this installation knows: one it does not know — a plugin installed with the
-    operator alone — is left to the cluster to judge."""
+    operator alone — is left to the cluster to judge. A short job is judged by admission too,
+    where its runtime is."""
     from kubetrain.operator import intake
 
+    if client_jobs.is_short(data):
+        return
     try:
         intake.decode(data, weigh=True)
     except intake.Unrunnable as e:

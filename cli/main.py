@@ -1,7 +1,7 @@
 """The ``kubetrain`` command: its parser, and the one place failures become exit statuses.
 
 :data:`VERBS` lists every verb with the module that runs it and its line of help: ``jobs``
-(submit, get, list, delete), ``describe``, ``logs``, ``wait``, ``tensorboard``, ``tools``
+(submit, get, list, delete), ``runtimes``, ``describe``, ``logs``, ``wait``, ``tensorboard``, ``tools``
 (render, manifests, migrate-storage: no cluster or an admin's), ``convert`` and ``dev`` (a
 local cluster). A verb's module is imported, and its arguments added
 (``arguments(verb, parser)``), only once the command line names that verb: ``kubetrain
@@ -32,10 +32,11 @@ __all__ = ["VERBS", "main", "parser"]
 
 # verb, the module of kubetrain.cli that runs it, what `kubetrain --help` says of it
 VERBS = (
-    ("submit", "jobs", "create the TrainingJob(s) of a YAML file"),
+    ("submit", "jobs", "create the TrainingJob(s) of a YAML file, or one made from a runtime (--runtime)"),
     ("get", "jobs", "show jobs by name as a table (-o yaml|json|name for the objects); no name lists them"),
     ("list", "jobs", "list the jobs of a namespace (-A: all) as a table, or -o yaml|json|name"),
     ("delete", "jobs", "delete jobs (their pods go with them)"),
+    ("runtimes", "runtimes", "list the runtimes a job can be made from, and what a job must give each"),
     (
         "describe",
         "describe",

@@ -4,7 +4,12 @@
 TrainingJob(s) in FILE (either API version; ``-`` reads standard input) — no cluster
 needed; ``--gang-scheduler`` says for which gang scheduler (native unless told), ``--kueue`` for
 which Kueue route (a job in a queue gets its Workload, unless told ``pods``). A file is
-rendered as the apiserver would store it, a new job's admission defaults given.
+rendered as the apiserver would store it, a new job's admission defaults given. A job made from
+a runtime (``spec.runtimeRef``) is first expanded as admission expands it
+(:mod:`kubetrain.operator.expansion`), its runtimes read from ``--runtimes`` (files, or
+directories of them, such as ``config/runtimes``) if given, else from the cluster of the
+kubeconfig; an error of the expanded job is said where its writer wrote it — the job's own
+field, or the runtime's (at ``spec.runtimeRef``).
 ``kubetrain manifests`` regenerates the CRD and the admission defaults' policy from the API
 types, and the state diagram from
 the lifecycle's transition table; with ``--check`` it only reports whether the checked-in
@@ -22,13 +27,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import pathlib
 import sys
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from kubetrain.cli import cluster, errors, output
+
+if TYPE_CHECKING:
+    from kubetrain.api import documents
+
+# How the expansion reads runtimes: kubetrain.operator.expansion.Resolve, loaded only when render runs.
+Resolve = Callable[[Any, str, str | None], Mapping[str, Any] | None]
 
 __all__ = ["STATE_DIAGRAM_PATH", "arguments"]
 
@@ -66,6 +78,15 @@ def _render_arguments(p: argparse.ArgumentParser) -> None:
         help="the operator's --kueue to render for: a job in a queue gets its own Workload (default; its "
         "priority, which only a cluster knows, is left out), or its pods join Kueue plain-pod groups (pods)",
     )
+    p.add_argument(
+        "--runtimes",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="runtimes for a job made from one (spec.runtimeRef): a YAML file, or a directory of them "
+        "(config/runtimes); repeat for more (default: read them from the cluster)",
+    )
+    cluster.add_flags(p)
     p.set_defaults(run=_render)
 
 
@@ -93,19 +114,112 @@ def _render(args: argparse.Namespace) -> int:
 
     objects: list[dict[str, Any]] = []
     scheduler = attrs.evolve(scheduling.registry.get(args.gang_scheduler), kueue=args.kueue)
-    for doc in documents.load(args.file):
-        _refuse_old_kind(doc, args.file)
-        try:
-            decoded = intake.decode(doc.data, weigh=True)
-            # What the apiserver stores when the file is applied: a new job's defaults given.
-            job = v1beta1.trainingjob_defaults.on_create(decoded.job)
-            workload = render.workload(job, decoded.framework, scheduler)
-            objects.extend([workload] if workload is not None else [])
-            objects.extend(render.render(job, decoded.framework, scheduler))
-        except validation.ValidationError as e:
-            raise doc.explain(e) from None
+    with contextlib.ExitStack() as stack:
+        runtimes = _Runtimes(args, stack)
+        for doc in documents.load(args.file):
+            _refuse_old_kind(doc, args.file)
+            try:
+                if _is_short(doc.data):
+                    # Expanded as admission expands it; the expansion gives the defaults itself.
+                    decoded = _expanded(doc, runtimes)
+                    job = decoded.job
+                else:
+                    decoded = intake.decode(doc.data, weigh=True)
+                    # What the apiserver stores when the file is applied: a new job's defaults given.
+                    job = v1beta1.trainingjob_defaults.on_create(decoded.job)
+                workload = render.workload(job, decoded.framework, scheduler)
+                objects.extend([workload] if workload is not None else [])
+                objects.extend(render.render(job, decoded.framework, scheduler))
+            except validation.ValidationError as e:
+                raise doc.explain(e) from None
     output.yaml_documents(objects, sys.stdout)
     return 0
+
+
+def _is_short(data: Any) -> bool:
+    """A job made from a runtime, as admission tells one (as the client does, without loading it)."""
+    from kubetrain.api import v1beta1
+
+    spec = data.get("spec") if isinstance(data, Mapping) else None
+    return (
+        isinstance(spec, Mapping) and "runtimeRef" in spec and data.get("apiVersion") == v1beta1.API_VERSION
+    )
+
+
+def _expanded(doc: documents.Document, runtimes: _Runtimes) -> Any:
+    """The short job of ``doc`` expanded from its runtime and decoded (an ``intake.Decoded``);
+    ValidationError in the terms of the job as written."""
+    from kubetrain.api import validation
+    from kubetrain.operator import expansion, intake
+
+    expanded = expansion.expand(doc.data, runtimes.resolve(doc))
+    try:
+        return intake.decode(expanded.obj, weigh=True)
+    except validation.ValidationError as e:
+        raise validation.ValidationError(expanded.explain(f) for f in e.errors) from None
+
+
+class _Runtimes:
+    """Where ``render`` reads runtimes: the ``--runtimes`` files, else the cluster (connected to
+    only when a job names a runtime)."""
+
+    def __init__(self, args: argparse.Namespace, stack: contextlib.ExitStack) -> None:
+        self._args, self._stack = args, stack
+        self._files: Resolve | None = None
+        self._cluster: Resolve | None = None
+
+    def resolve(self, doc: documents.Document) -> Resolve:
+        if self._args.runtimes:
+            if self._files is None:
+                self._files = _from_files(self._args.runtimes)
+            return self._files
+        return self._from_cluster(doc)
+
+    def _from_cluster(self, doc: documents.Document) -> Resolve:
+        from kubetrain import client
+
+        where = f"{doc.where(('spec', 'runtimeRef'))}: spec.runtimeRef"
+
+        def failed(e: client.Error) -> errors.CommandError:
+            return errors.CommandError(
+                f"{where}: give its runtime with --runtimes FILE or DIR (kubetrain's are in "
+                f"config/runtimes), or a cluster that has it: {e}"
+            )
+
+        if self._cluster is None:
+            try:
+                c = self._stack.enter_context(cluster.connect(self._args))
+            except client.Error as e:
+                raise failed(e) from None
+            self._cluster = c.find_runtime
+
+        found = self._cluster
+
+        def resolve(kind: Any, name: str, namespace: str | None) -> Mapping[str, Any] | None:
+            try:
+                return found(kind, name, namespace)
+            except client.Error as e:
+                raise failed(e) from None
+
+        return resolve
+
+
+def _from_files(paths: list[str]) -> Resolve:
+    """The runtimes of the files (a directory: its ``*.yaml`` and ``*.yml``), as a Resolve."""
+    from kubetrain.api import documents
+    from kubetrain.operator import expansion
+
+    docs: list[Any] = []
+    for given in paths:
+        path = pathlib.Path(given)
+        files = sorted([*path.glob("*.yaml"), *path.glob("*.yml")]) if path.is_dir() else [path]
+        found = [d.data for f in files for d in documents.load(str(f)) if isinstance(d.data, Mapping)]
+        if not any(d.get("kind") in expansion.CLASSES for d in found):
+            raise errors.CommandError(
+                f"--runtimes {given}: no ClusterTrainingRuntime or TrainingRuntime in it"
+            )
+        docs += found
+    return expansion.from_documents(docs)
 
 
 def _refuse_old_kind(doc: Any, file: str) -> None:

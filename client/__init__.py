@@ -13,6 +13,12 @@
         except client.JobFailed as e:
             print(e.reason, e.failures[-1])
 
+A job made from a runtime the platform team installed (``c.runtimes()`` lists them) needs
+only what is the trainer's own::
+
+    job = client.submit(runtime="torch-distributed", image="ghcr.io/me/train:1",
+                        command=["torchrun", "train.py"], nodes=4, env={"EPOCHS": "3"})
+
 Everything is synchronous and returns typed v1beta1 objects
 (:mod:`kubetrain.api.v1beta1`), whatever version a job was written in. Every failure is a
 :class:`Error` whose message is written for a person. The client talks to the cluster
@@ -36,7 +42,8 @@ from kubetrain.client.errors import (
 from kubetrain.client.events import Event
 from kubetrain.client.logs import LogLine
 from kubetrain.client.pods import PodInfo
-from kubetrain.client.session import Client, connect
+from kubetrain.client.runtimes import short_job
+from kubetrain.client.session import Client, connect, submit
 
 __all__ = [
     "Client",
@@ -54,4 +61,6 @@ __all__ = [
     "WaitError",
     "WaitTimeout",
     "connect",
+    "short_job",
+    "submit",
 ]

@@ -7,27 +7,91 @@ It is converted here to v1beta1 — exactly as the operator's conversion webhook
 keeping a v1alpha1 job's form for those who read it back as v1alpha1 — and sent as that, so
 creating a job never depends on the webhook being reachable; what the cluster stored comes
 back as v1beta1, the one version a user's code reads.
+
+A short job — made from a runtime, ``spec.runtimeRef`` — is not whole until the operator's
+admission webhook expands it from the runtime, in the cluster: here only what it says itself
+is checked (its name, ``runtimeRef`` and ``trainer``; :func:`short_body`), and it is sent as
+written, as v1beta1, for admission to judge the rest.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubetrain.api import documents, exact, meta, naming, scheme, v1beta1, validation
+from kubetrain.api import documents, exact, meta, naming, scheme, v1beta1, validation, wire
+from kubetrain.api.v1beta1 import trainingjob_types
 from kubetrain.client import connection, errors
 
-__all__ = ["create", "create_from_file", "decode", "delete", "get", "hub_body", "list_jobs"]
+__all__ = [
+    "create",
+    "create_from_file",
+    "decode",
+    "delete",
+    "get",
+    "hub_body",
+    "is_short",
+    "list_jobs",
+    "short_body",
+]
 
 Job = v1beta1.TrainingJob
 
 
 def hub_body(data: Any) -> dict[str, Any]:
-    """``data`` checked and converted to the v1beta1 wire form; ValidationError naming fields."""
+    """``data`` checked and converted to the v1beta1 wire form; ValidationError naming fields.
+    A short job is checked as far as it can be without its runtime (:func:`short_body`)."""
+    if is_short(data):
+        return short_body(data)
     scheme.decode(data)
     return scheme.convert_unstructured(data, scheme.HUB_VERSION)
+
+
+def is_short(data: Any) -> bool:
+    """A v1beta1 job made from a runtime (``spec.runtimeRef``), which admission expands."""
+    spec = data.get("spec") if isinstance(data, Mapping) else None
+    return (
+        isinstance(spec, Mapping) and "runtimeRef" in spec and data.get("apiVersion") == v1beta1.API_VERSION
+    )
+
+
+_SHORT_PARTS = (("runtimeRef", v1beta1.RuntimeRef), ("trainer", v1beta1.Trainer))
+
+
+def short_body(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A short job's own fields checked — its kind, metadata and name, ``runtimeRef``, ``trainer``
+    — and the job as written; ValidationError naming fields. The rest is the runtime's with the
+    job's over it, which only admission, having the runtime, can judge."""
+    found: list[validation.FieldError] = []
+    if data.get("kind") != v1beta1.KIND:
+        found.append(validation.FieldError(path=("kind",), message=f"expected {v1beta1.KIND}"))
+    try:
+        metadata = wire.structure(data.get("metadata", {}), meta.ObjectMeta)
+    except validation.ValidationError as e:
+        found += e.under(("metadata",)).errors
+    else:
+        if not metadata.name and not metadata.generate_name:
+            found.append(
+                validation.FieldError(
+                    path=("metadata", "name"), message="Required value: the job's name (or generateName)"
+                )
+            )
+        found += trainingjob_types.name_errors(metadata.name, {})
+    spec = data.get("spec") or {}
+    for field, cls in _SHORT_PARTS:
+        if field in spec:
+            try:
+                wire.structure(spec[field], cls)
+            except validation.ValidationError as e:
+                found += e.under(("spec", field)).errors
+    if found:
+        raise validation.ValidationError(found)
+    body = copy.deepcopy(dict(data))
+    body.setdefault("metadata", {})
+    return body
 
 
 def decode(stored: Any) -> Job:

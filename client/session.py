@@ -10,15 +10,17 @@ from __future__ import annotations
 import builtins
 import contextlib
 import pathlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from kubetrain.api import v1beta1
-from kubetrain.client import connection, events, jobs, logs, loop, pods, tensorboard, waiting
+from kubetrain.client import connection, errors, events, jobs, logs, loop, pods, tensorboard, waiting
+from kubetrain.client import runtimes as _runtimes  # a method is called runtimes
 
-__all__ = ["Client", "connect"]
+__all__ = ["Client", "connect", "submit"]
 
 Job = v1beta1.TrainingJob
+RuntimeKind = v1beta1.RuntimeKind
 
 
 def connect(
@@ -32,6 +34,43 @@ def connect(
         runner.close()
         raise
     return Client(conn, runner)
+
+
+def submit(
+    runtime: str,
+    *,
+    image: str | None = None,
+    command: Sequence[str] | None = None,
+    args: Sequence[str] | None = None,
+    nodes: int | None = None,
+    env: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+    procs_per_node: int | str | None = None,
+    gpus_per_node: int | None = None,
+    resources_per_node: Mapping[str, Mapping[str, Any]] | None = None,
+    kind: RuntimeKind | str = RuntimeKind.CLUSTER,
+    name: str | None = None,
+    namespace: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    kubeconfig: str | None = None,
+    context: str | None = None,
+) -> Job:
+    """Create a job made from ``runtime`` (:meth:`Client.submit`) on a connection of its own."""
+    with connect(kubeconfig, namespace=namespace, context=context) as c:
+        return c.submit(
+            runtime,
+            image=image,
+            command=command,
+            args=args,
+            nodes=nodes,
+            env=env,
+            procs_per_node=procs_per_node,
+            gpus_per_node=gpus_per_node,
+            resources_per_node=resources_per_node,
+            kind=kind,
+            name=name,
+            namespace=namespace,
+            labels=labels,
+        )
 
 
 class Client:
@@ -49,6 +88,69 @@ class Client:
     def create_from_file(self, path: str | pathlib.Path, *, namespace: str | None = None) -> list[Job]:
         """Create every TrainingJob in a YAML file (``-``: standard input)."""
         return self._loop.run(jobs.create_from_file(self._conn, str(path), namespace))
+
+    def submit(
+        self,
+        runtime: str,
+        *,
+        image: str | None = None,
+        command: Sequence[str] | None = None,
+        args: Sequence[str] | None = None,
+        nodes: int | None = None,
+        env: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+        procs_per_node: int | str | None = None,
+        gpus_per_node: int | None = None,
+        resources_per_node: Mapping[str, Mapping[str, Any]] | None = None,
+        kind: RuntimeKind | str = RuntimeKind.CLUSTER,
+        name: str | None = None,
+        namespace: str | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> Job:
+        """Create the short job made from ``runtime`` (:func:`~kubetrain.client.runtimes.short_job`:
+        ``nodes`` is ``trainer.numNodes``, a name is generated unless given); the job as stored,
+        expanded from its runtime by admission. A runtime that is missing, or a trainer that does
+        not fit it, is :class:`~kubetrain.client.errors.Rejected` with admission's words."""
+        body = _runtimes.short_job(
+            runtime,
+            kind=kind,
+            image=image,
+            command=command,
+            args=args,
+            nodes=nodes,
+            env=env,
+            procs_per_node=procs_per_node,
+            gpus_per_node=gpus_per_node,
+            resources_per_node=resources_per_node,
+            name=name,
+            namespace=namespace,
+            labels=labels,
+        )
+        return self.create(body, namespace=namespace)
+
+    def runtimes(self, *, namespace: str | None = None) -> builtins.list[_runtimes.Runtime]:
+        """Every ClusterTrainingRuntime, then the namespace's TrainingRuntimes, typed."""
+        return [_runtimes.decode(o) for o in self.runtime_objects(namespace=namespace)]
+
+    def runtime_objects(self, *, namespace: str | None = None) -> builtins.list[dict[str, Any]]:
+        """The same as :meth:`runtimes`, as the apiserver stores them (what the expansion reads)."""
+        return self._loop.run(_runtimes.list_objects(self._conn, namespace))
+
+    def find_runtime(
+        self, kind: RuntimeKind | str, name: str, namespace: str | None = None
+    ) -> dict[str, Any] | None:
+        """One runtime as stored, or None if there is none of that name; a TrainingRuntime is
+        the namespace's (default: the client's). Shaped as the expansion's ``Resolve``."""
+        return self._loop.run(_runtimes.find(self._conn, RuntimeKind(kind), name, namespace))
+
+    def runtime(
+        self, name: str, *, kind: RuntimeKind | str = RuntimeKind.CLUSTER, namespace: str | None = None
+    ) -> _runtimes.Runtime:
+        """One runtime, typed; :class:`~kubetrain.client.errors.NotFound` if there is none."""
+        found = self.find_runtime(kind, name, namespace)
+        if found is None:
+            ns = None if RuntimeKind(kind) is RuntimeKind.CLUSTER else namespace or self.namespace
+            raise errors.NotFound(RuntimeKind(kind).value, name, ns)
+        return _runtimes.decode(found)
 
     def get(self, name: str, *, namespace: str | None = None) -> Job:
         return self._loop.run(jobs.get(self._conn, name, namespace))

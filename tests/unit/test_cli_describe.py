@@ -333,3 +333,23 @@ def test_the_state_line_of_wait_carries_the_deciding_conditions_message() -> Non
         "2026-11-24T11:59:30Z Worker/1 (pod pt-worker-1 on node-a): exit code 1, Error, UserCode, "
         "no rule matched -> FailJob"
     )
+
+
+def test_the_header_names_the_runtime_the_job_was_made_from_and_its_generation() -> None:
+    ref = v1beta1.RuntimeRef(name="torch-distributed", generation=3)
+    made = a_job("short").replicas("Worker", 2).with_spec(runtime_ref=ref).build()
+    assert describe.runtime_cell(made) == "ClusterTrainingRuntime torch-distributed (generation 3)"
+    header = describe.text(made, [], [], NOW).splitlines()[:4]
+    assert header[2:] == [
+        "Framework:    pytorch",
+        "Runtime:      ClusterTrainingRuntime torch-distributed (generation 3)",
+    ]
+    # What the operator recorded in the status is what it saw, and is said first.
+    seen = v1beta1.RuntimeRef(kind=v1beta1.RuntimeKind.NAMESPACED, name="ours", generation=7)
+    reconciled = with_status(made, runtime=seen)
+    assert describe.runtime_cell(reconciled) == "TrainingRuntime ours (generation 7)"
+    unpinned = a_job("s").replicas("Worker", 1).with_spec(runtime_ref=v1beta1.RuntimeRef(name="t")).build()
+    assert describe.runtime_cell(unpinned) == "ClusterTrainingRuntime t"
+    # A job written whole has no such line.
+    assert describe.runtime_cell(failed_job()) is None
+    assert "Runtime:" not in describe.text(failed_job(), [], [], NOW)

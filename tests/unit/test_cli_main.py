@@ -144,7 +144,18 @@ def test_a_verbs_help_shows_its_arguments(capsys: pytest.CaptureFixture[str]) ->
     assert "--kubeconfig FILE" in out
 
 
-CLUSTER_VERBS = {"submit", "get", "list", "delete", "describe", "logs", "wait", "tensorboard"}
+CLUSTER_VERBS = {
+    "submit",
+    "get",
+    "list",
+    "delete",
+    "runtimes",
+    "describe",
+    "logs",
+    "wait",
+    "tensorboard",
+    "render",  # a job made from a runtime reads it from the cluster, unless given --runtimes
+}
 
 
 def test_every_verb_that_talks_to_a_cluster_words_its_cluster_flags_the_same() -> None:
