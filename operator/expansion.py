@@ -41,7 +41,7 @@ from typing import Any
 
 import attrs
 
-from kubetrain.api import v1beta1, validation, wire
+from kubetrain.api import podtemplate, v1beta1, validation, wire
 from kubetrain.api.v1beta1 import trainingjob_defaults
 from kubetrain.operator import accelerators
 from kubetrain.operator.frameworks import framework as fw_contract
@@ -144,6 +144,10 @@ def expand(obj: Mapping[str, Any], resolve: Resolve, frameworks: registry.Regist
     origins = dict(runtime.origins)
     own = {k: v for k, v in spec.items() if k not in _JOB_ONLY}
     merged = merge(_without(runtime.spec, _RUNTIME_ONLY), own, ("spec",), (JOB, ("spec",)), origins)
+    misshapen = _misshapen(merged, trainer)
+    if misshapen:  # the job's own fields, not yet checked by the schema (a mutating webhook runs first)
+        explained = Expanded(obj={}, runtime=runtime, origins=origins)
+        raise validation.ValidationError(explained.explain(e) for e in misshapen)
     known = registry.default() if frameworks is None else frameworks
     _fill(merged, trainer, runtime, known, origins)
     _equip(merged, runtime)
@@ -332,9 +336,10 @@ def _fill(
         runs = t in where.command
         # The trainer's image (and env) go where its code runs, and where the runtime gives no image.
         gets_image = runs or not main.get("image")
+        if gets_image:  # given or not, the image here is the trainer's to give
+            origins[(*c_path, "image")] = (JOB, (*given, "image"))
         if trainer.image is not None and gets_image:
             main["image"] = trainer.image
-            origins[(*c_path, "image")] = (JOB, (*given, "image"))
         for field in ("command", "args"):
             value = getattr(trainer, field)
             if runs and value is not None:
@@ -389,6 +394,44 @@ def _equip(spec: Obj, runtime: Runtime) -> None:
     pytorch = (spec.get("framework") or {}).get("pytorch") or {}
     if "hostNames" not in network and "elastic" not in pytorch:
         network["hostNames"] = trainingjob_defaults.HOST_NAMES.value
+
+
+def _misshapen(spec: Obj, trainer: v1beta1.Trainer) -> list[validation.FieldError]:
+    """What the filling and the equipping read or extend in the merged ``spec``, that is not of
+    the type a job's is: the job's own fields come here before the schema has looked at them."""
+
+    def wrong(path: Path, value: Any, expected: str) -> validation.FieldError:
+        return validation.FieldError(path=path, message=f"expected {expected}, got {wire.json_name(value)}")
+
+    found = [
+        wrong(("spec", key), spec[key], "object")
+        for key in ("framework", "replicaSpecs", "network")
+        if key in spec and not isinstance(spec[key], Mapping)
+    ]
+    framework = spec.get("framework")
+    if isinstance(framework, Mapping):
+        found += [
+            wrong(("spec", "framework", key), framework[key], "object")
+            for key in ("pytorch", "options")
+            if key in framework and not isinstance(framework[key], Mapping)
+        ]
+    replicas = spec.get("replicaSpecs")
+    for t, replica in replicas.items() if isinstance(replicas, Mapping) else ():
+        at: Path = ("spec", "replicaSpecs", str(t))
+        if not isinstance(replica, Mapping):
+            found.append(wrong(at, replica, "object"))
+        elif "template" in replica:
+            found += podtemplate.errors(replica["template"], (*at, "template"))
+            pod = replica["template"].get("spec") if isinstance(replica["template"], Mapping) else None
+            tolerations = pod.get("tolerations") if isinstance(pod, Mapping) else None
+            if tolerations is not None and not isinstance(tolerations, list):
+                found.append(wrong((*at, "template", "spec", "tolerations"), tolerations, "array"))
+    for kind, amounts in (trainer.resources_per_node or {}).items():
+        if amounts is not None and not isinstance(amounts, Mapping):
+            found.append(
+                wrong(("spec", "trainer", "resourcesPerNode", kind), amounts, "a map of resource quantities")
+            )
+    return found
 
 
 # --- helpers -------------------------------------------------------------------------------

@@ -29,7 +29,10 @@ from kubetrain.operator.frameworks import registry
 from kubetrain.operator.runtime import client
 from kubetrain.operator.webhooks import dryrun, runtimes, validating
 
-__all__ = ["Expansion"]
+__all__ = ["STAND_IN_SUFFIX", "Expansion"]
+
+# As long as the suffix the apiserver adds to generateName.
+STAND_IN_SUFFIX = "xxxxx"
 
 
 class Expansion:
@@ -52,8 +55,14 @@ class Expansion:
         spec = job.get("spec")
         if request.get("operation") != "CREATE" or not isinstance(spec, Mapping) or "runtimeRef" not in spec:
             return validating.response(request, [])
-        namespace = request.get("namespace") or (job.get("metadata") or {}).get("namespace")
-        job["metadata"] = {**(job.get("metadata") or {}), "namespace": namespace}
+        meta = dict(job.get("metadata") or {})
+        meta["namespace"] = request.get("namespace") or meta.get("namespace")
+        if not meta.get("name") and meta.get("generateName"):
+            # The apiserver names the job after the mutating webhooks: check it under a name as
+            # long as the one it will get (generateName and five characters).
+            meta["name"] = f"{meta['generateName']}{STAND_IN_SUFFIX}"
+        job["metadata"] = meta
+        namespace = meta["namespace"]
         try:
             resolve = await runtimes.fetch(self.api, spec["runtimeRef"], namespace)
         except client.ApiError as e:
@@ -63,7 +72,7 @@ class Expansion:
             return validating.response(request, found)
         found, warnings, expanded = await self.check(job, resolve)
         response = validating.response(request, found, warnings)
-        if not found and expanded is not None:
+        if not found and expanded is not None:  # only the spec: the name is the apiserver's to give
             patch = [{"op": "replace", "path": "/spec", "value": expanded.obj["spec"]}]
             response["response"]["patchType"] = "JSONPatch"
             response["response"]["patch"] = base64.b64encode(json.dumps(patch).encode()).decode("ascii")

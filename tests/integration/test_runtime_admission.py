@@ -114,7 +114,9 @@ def test_a_missing_runtime_or_one_of_another_namespace_is_refused_at_admission(
     cluster: devcluster.Cluster, account: str
 ) -> None:
     missing = review(cluster, "job", short_job(account, {"name": "no-such-runtime"}), account)
-    assert missing["status"]["message"] == 'spec.runtimeRef: ClusterTrainingRuntime "no-such-runtime" not found'
+    assert (
+        missing["status"]["message"] == 'spec.runtimeRef: ClusterTrainingRuntime "no-such-runtime" not found'
+    )
     store(cluster, a_runtime("mine", kind="TrainingRuntime"), account)
     ok = review(cluster, "job", short_job(account, {"kind": "TrainingRuntime", "name": "mine"}), account)
     assert ok["allowed"], ok
@@ -147,3 +149,22 @@ def test_a_runtime_is_refused_when_what_it_builds_on_loops_or_its_merge_cannot_r
     assert refused["status"]["message"].startswith("spec.replicaSpecs.Master.replicas: "), refused
     good = review(cluster, "runtime", a_runtime(f"good-{account}"), "")
     assert good["allowed"], good
+
+
+def test_a_short_job_named_by_the_apiserver_is_checked_under_a_name_as_long_as_its_own(
+    cluster: devcluster.Cluster, account: str
+) -> None:
+    name = f"named-{account}"
+    store(cluster, a_runtime(name))
+    job = short_job(account, {"name": name})
+    del job["metadata"]["name"]
+    job["metadata"]["generateName"] = "gen-"
+    response = review(cluster, "job", job, account)
+    assert response["allowed"], response
+    (op,) = json.loads(base64.b64decode(response["patch"]))
+    assert op["path"] == "/spec"  # the name stays the apiserver's to give
+    too_long = short_job(account, {"name": name})
+    del too_long["metadata"]["name"]
+    too_long["metadata"]["generateName"] = "g" * 50 + "-"
+    refused = review(cluster, "job", too_long, account)
+    assert "metadata.name" in refused["status"]["message"], refused

@@ -367,3 +367,10 @@ def test_a_trainer_without_a_runtime_ref_is_refused() -> None:
     obj["spec"]["replicaSpecs"] = runtime()["spec"]["replicaSpecs"]
     with pytest.raises(validation.ValidationError, match="trainer is given only with runtimeRef"):
         intake.decode(obj)
+
+
+def test_an_image_nobody_gave_is_asked_of_the_trainer() -> None:
+    e = expand(job(trainer={"command": ["python"]}))
+    c = ("spec", "replicaSpecs", "Worker", "template", "spec", "containers", 0)
+    missing = e.explain(validation.FieldError(path=(*c, "image"), message="Required value"))
+    assert str(missing) == "spec.trainer.image: Required value"
