@@ -374,3 +374,67 @@ def test_an_image_nobody_gave_is_asked_of_the_trainer() -> None:
     c = ("spec", "replicaSpecs", "Worker", "template", "spec", "containers", 0)
     missing = e.explain(validation.FieldError(path=(*c, "image"), message="Required value"))
     assert str(missing) == "spec.trainer.image: Required value"
+
+
+@pytest.mark.parametrize(
+    ("spec", "path", "message"),
+    [
+        ({"framework": "pytorch"}, "spec.framework", "expected object, got string"),
+        ({"framework": {"pytorch": 3}}, "spec.framework.pytorch", "expected object, got integer"),
+        ({"replicaSpecs": [{"replicas": 1}]}, "spec.replicaSpecs", "expected object, got array"),
+        ({"replicaSpecs": {"Worker": 3}}, "spec.replicaSpecs.Worker", "expected object, got integer"),
+        (
+            {"replicaSpecs": {"Worker": {"template": 3}}},
+            "spec.replicaSpecs.Worker.template",
+            "expected object",
+        ),
+        (
+            {
+                "replicaSpecs": {
+                    "Worker": {"template": {"spec": {"containers": [{"name": "pytorch", "env": "x"}]}}}
+                }
+            },
+            "spec.replicaSpecs.Worker.template.spec.containers[0].env",
+            "expected array, got string",
+        ),
+        (
+            {"replicaSpecs": {"Worker": {"template": {"spec": {"containers": ["x"]}}}}},
+            "spec.replicaSpecs.Worker.template.spec.containers[0]",
+            "expected object, got string",
+        ),
+        (
+            {"replicaSpecs": {"Worker": {"template": {"spec": {"tolerations": "x"}}}}},
+            "spec.replicaSpecs.Worker.template.spec.tolerations",
+            "expected array, got string",
+        ),
+        ({"network": []}, "spec.network", "expected object, got array"),
+        (
+            {"trainer": {"resourcesPerNode": {"limits": "x"}}},
+            "spec.trainer.resourcesPerNode.limits",
+            "expected a map of resource quantities, got string",
+        ),
+    ],
+)
+def test_a_jobs_own_field_of_the_wrong_type_is_refused_at_its_path_not_a_crash(
+    spec: dict[str, Any], path: str, message: str
+) -> None:
+    # The mutating webhook expands a job before the CRD's schema checks it: any JSON may come.
+    # (Found by the hostile-input generator: these were AttributeErrors and TypeErrors, a 500.)
+    obj = job(
+        **{
+            "trainer": {
+                "image": "i",
+                "command": ["c"],
+                "resourcesPerNode": {"limits": {"nvidia.com/gpu": 1}},
+            },
+            **spec,
+        }
+    )
+    accelerated = runtime(
+        accelerators={"nvidia.com/gpu": {"tolerations": [{"key": "g", "operator": "Exists"}]}}
+    )
+    with pytest.raises(validation.ValidationError) as refused:
+        expansion.expand(obj, expansion.from_documents([accelerated]))
+    assert any(
+        validation.format_path(e.path) == path and message in e.message for e in refused.value.errors
+    ), refused.value.errors
