@@ -86,6 +86,14 @@ def apply(
     c.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(first))
     for definition in (o for o in first if o["kind"] == "CustomResourceDefinition"):
         c.wait_established(name=definition["metadata"]["name"])
+        # Established comes before the storage serves (429 "storage is (re)initializing").
+        name = definition["metadata"]["name"]
+        process.wait_until(
+            f"{name} to be served",
+            lambda name=name: c.kubectl("get", name, "-A", check=False).returncode == 0,
+            timeout=60,
+            interval=0.2,
+        )
     if later:
         c.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(later))
 

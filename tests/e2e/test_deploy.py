@@ -585,6 +585,39 @@ def test_a_job_is_pinned_to_the_runtime_it_was_made_from_and_its_trainer_cannot_
     assert f'spec.runtimeRef: TrainingRuntime "ours" not found in namespace {ns}' in gone.stderr
 
 
+def kubetrain(d: Deployment, *args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI as a user runs it against the deployment."""
+    verb, *rest = args  # the flag before any `--`: what follows it is the job's command
+    argv = [sys.executable, "-P", "-m", "kubetrain.cli", verb, f"--kubeconfig={d.cluster.kubeconfig}", *rest]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_the_people_who_train_list_the_runtimes_and_submit_a_short_job_without_a_file(
+    deployed: Deployment,
+) -> None:
+    listed = kubetrain(deployed, "runtimes")
+    assert listed.returncode == 0, listed.stderr
+    rows = {line.split()[0]: line for line in listed.stdout.splitlines()[1:]}
+    assert {"torch-distributed", "mpi-distributed", "chainer-mpi"} <= set(rows)
+    assert "Launcher=1" in rows["mpi-distributed"]
+    ns = namespace(deployed, "cli-short")
+    made = kubetrain(
+        deployed, "submit", "-n", ns, "--runtime", "torch-distributed", "--image", "x:1", "--nodes", "3",
+        "--name", "cli", "--", "torchrun", "train.py",
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    running_pods(deployed.cluster, ns, "cli", 3)
+    described = kubetrain(deployed, "describe", "-n", ns, "cli")
+    assert "ClusterTrainingRuntime torch-distributed (generation 1)" in described.stdout, described.stdout
+    refused = kubetrain(
+        deployed, "submit", "-n", ns, "--runtime", "torch-distribute", "--image", "x", "--", "x"
+    )
+    assert refused.returncode != 0
+    (line,) = refused.stderr.strip().splitlines()
+    assert line.startswith("error: ")
+    assert 'spec.runtimeRef: ClusterTrainingRuntime "torch-distribute" not found' in line
+
+
 def test_a_short_file_applied_again_server_side_leaves_the_job_as_it_was(deployed: Deployment) -> None:
     # GitOps tools apply the same file again and again; with server-side apply the fields the
     # expansion added are the applier's, which a second apply of the short file would prune.
