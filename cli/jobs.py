@@ -33,7 +33,16 @@ from kubetrain.cli import cluster, errors, logs, output, wait
 from kubetrain.client import jobs as client_jobs
 from kubetrain.client import runtimes
 
-__all__ = ["arguments", "replicas_cell", "rows", "state_cell"]
+__all__ = [
+    "arguments",
+    "bodies",
+    "by_flag",
+    "replicas_cell",
+    "rows",
+    "refuse_runtime_flags",
+    "runtime_arguments",
+    "state_cell",
+]
 
 DELETE_TIMEOUT = 120.0
 
@@ -71,6 +80,23 @@ def _submit_arguments(p: argparse.ArgumentParser) -> None:
         help="YAML with one or more TrainingJobs (v1alpha1 or v1beta1; - for stdin); with --runtime, "
         "the command the job runs, after --",
     )
+    runtime_arguments(p)
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the YAML of what would be created; create nothing"
+    )
+    p.add_argument("--wait", action="store_true", help="wait until each job has succeeded (0) or failed (1)")
+    p.add_argument(
+        "-f", "--follow", action="store_true", help="print the logs until the job ends, then its outcome"
+    )
+    p.add_argument(
+        "--timeout", type=wait.duration, help="for --wait, per job: 90, 90s, 10m, 1h (default: none)"
+    )
+    p.set_defaults(run=_submit, prog=p.prog)
+
+
+def runtime_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of a job made from a runtime (``submit`` and ``run --local``): ``--runtime`` and
+    a flag per trainer field."""
     g = p.add_argument_group("a job made from a runtime (kubetrain runtimes lists them), instead of FILE")
     g.add_argument("--runtime", metavar="NAME", help="the runtime the job is made from")
     g.add_argument(
@@ -99,17 +125,6 @@ def _submit_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="name it after the runtime, {runtime}-xxxxx (the default without --name)",
     )
-    p.add_argument(
-        "--dry-run", action="store_true", help="print the YAML of what would be created; create nothing"
-    )
-    p.add_argument("--wait", action="store_true", help="wait until each job has succeeded (0) or failed (1)")
-    p.add_argument(
-        "-f", "--follow", action="store_true", help="print the logs until the job ends, then its outcome"
-    )
-    p.add_argument(
-        "--timeout", type=wait.duration, help="for --wait, per job: 90, 90s, 10m, 1h (default: none)"
-    )
-    p.set_defaults(run=_submit, prog=p.prog)
 
 
 # The flags of a job made from a runtime, by the destination argparse gives them.
@@ -140,14 +155,14 @@ _FLAG_OF: dict[tuple[str, ...], str] = {
 
 def _submit(args: argparse.Namespace) -> int:
     # A bad file, or a bad flag, is said as such, cluster or not.
-    bodies = _bodies(args)
+    made = bodies(args)
     if args.dry_run:
         if args.wait or args.follow:
             raise errors.UsageError("--dry-run creates nothing to --wait for or --follow", args.prog)
-        output.yaml_documents(bodies, sys.stdout)
+        output.yaml_documents(made, sys.stdout)
         return 0
     with cluster.connect(args) as c:
-        created = [c.create(body, namespace=args.namespace) for body in bodies]
+        created = [c.create(body, namespace=args.namespace) for body in made]
         for job in created:
             print(f"{output.resource(job)} created", flush=True)
         if not (args.wait or args.follow):
@@ -170,16 +185,10 @@ def _submit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bodies(args: argparse.Namespace) -> list[dict[str, Any]]:
+def bodies(args: argparse.Namespace) -> list[dict[str, Any]]:
     """What ``submit`` creates: the file's jobs, or the job its --runtime flags make."""
     if args.runtime is None:
-        given = [
-            flag for dest, flag in _RUNTIME_FLAGS.items() if getattr(args, dest) not in (None, False, [])
-        ]
-        if given:
-            raise errors.UsageError(
-                f"{', '.join(given)}: only for a job made from a runtime: give --runtime NAME", args.prog
-            )
+        refuse_runtime_flags(args)
         if len(args.words) != 1:
             raise errors.UsageError(
                 "give one FILE, or --runtime NAME and the job's command after --", args.prog
@@ -200,10 +209,19 @@ def _bodies(args: argparse.Namespace) -> list[dict[str, Any]]:
     try:
         return [client_jobs.short_body(body)]
     except validation.ValidationError as e:
-        raise errors.CommandError("\n".join(_by_flag(f) for f in e.errors)) from None
+        raise errors.CommandError("\n".join(by_flag(f) for f in e.errors)) from None
 
 
-def _by_flag(error: validation.FieldError) -> str:
+def refuse_runtime_flags(args: argparse.Namespace) -> None:
+    """A flag of a job made from a runtime given without ``--runtime`` is a usage error."""
+    given = [flag for dest, flag in _RUNTIME_FLAGS.items() if getattr(args, dest) not in (None, False, [])]
+    if given:
+        raise errors.UsageError(
+            f"{', '.join(given)}: only for a job made from a runtime: give --runtime NAME", args.prog
+        )
+
+
+def by_flag(error: validation.FieldError) -> str:
     """A field error of the job the flags made, said by the flag that gave the field."""
     for n in range(len(error.path), 0, -1):
         flag = _FLAG_OF.get(tuple(str(p) for p in error.path[:n]))

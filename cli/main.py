@@ -1,7 +1,8 @@
 """The ``kubetrain`` command: its parser, and the one place failures become exit statuses.
 
 :data:`VERBS` lists every verb with the module that runs it and its line of help: ``jobs``
-(submit, get, list, delete), ``runtimes``, ``describe``, ``logs``, ``wait``, ``tensorboard``, ``tools``
+(submit, get, list, delete), ``runtimes``, ``describe``, ``logs``, ``wait``, ``tensorboard``, ``local``
+(``run --local``: a job's replicas as processes on this machine), ``tools``
 (render, manifests, migrate-storage: no cluster or an admin's), ``convert`` and ``dev`` (a
 local cluster). A verb's module is imported, and its arguments added
 (``arguments(verb, parser)``), only once the command line names that verb: ``kubetrain
@@ -49,6 +50,11 @@ VERBS = (
         "wait until a job has a condition (exit 0), cannot get it any more (1), or time runs out (2)",
     ),
     ("tensorboard", "tensorboard", "forward a local port to a job's TensorBoard until Ctrl-C"),
+    (
+        "run",
+        "local",
+        "run a job's replicas as processes on this machine (--local), on the operator's own decisions",
+    ),
     ("render", "tools", "print the objects the operator would create for a TrainingJob"),
     ("manifests", "tools", "regenerate the CRD and the admission defaults from the API types"),
     (

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 # How the expansion reads runtimes: kubetrain.operator.expansion.Resolve, loaded only when render runs.
 Resolve = Callable[[Any, str, str | None], Mapping[str, Any] | None]
 
-__all__ = ["STATE_DIAGRAM_PATH", "arguments"]
+__all__ = ["STATE_DIAGRAM_PATH", "Runtimes", "arguments", "refuse_old_kind", "runtimes_argument", "stored"]
 
 STATE_DIAGRAM_PATH = "docs/state-diagram.md"
 GANG_SCHEDULERS = ("native", "coscheduling", "volcano", "none")
@@ -78,6 +78,13 @@ def _render_arguments(p: argparse.ArgumentParser) -> None:
         help="the operator's --kueue to render for: a job in a queue gets its own Workload (default; its "
         "priority, which only a cluster knows, is left out), or its pods join Kueue plain-pod groups (pods)",
     )
+    runtimes_argument(p)
+    cluster.add_flags(p)
+    p.set_defaults(run=_render)
+
+
+def runtimes_argument(p: argparse.ArgumentParser) -> None:
+    """``--runtimes FILE``, where a job made from a runtime finds it (``render``, ``run --local``)."""
     p.add_argument(
         "--runtimes",
         action="append",
@@ -86,8 +93,6 @@ def _render_arguments(p: argparse.ArgumentParser) -> None:
         help="runtimes for a job made from one (spec.runtimeRef): a YAML file, or a directory of them "
         "(config/runtimes); repeat for more (default: read them from the cluster)",
     )
-    cluster.add_flags(p)
-    p.set_defaults(run=_render)
 
 
 def _reported(run: Run) -> Run:
@@ -109,24 +114,18 @@ def _reported(run: Run) -> Run:
 def _render(args: argparse.Namespace) -> int:
     import attrs
 
-    from kubetrain.api import documents, v1beta1, validation
-    from kubetrain.operator import intake, render, scheduling
+    from kubetrain.api import documents, validation
+    from kubetrain.operator import render, scheduling
 
     objects: list[dict[str, Any]] = []
     scheduler = attrs.evolve(scheduling.registry.get(args.gang_scheduler), kueue=args.kueue)
     with contextlib.ExitStack() as stack:
-        runtimes = _Runtimes(args, stack)
+        runtimes = Runtimes(args, stack)
         for doc in documents.load(args.file):
-            _refuse_old_kind(doc, args.file)
+            refuse_old_kind(doc, args.file)
             try:
-                if _is_short(doc.data):
-                    # Expanded as admission expands it; the expansion gives the defaults itself.
-                    decoded = _expanded(doc, runtimes)
-                    job = decoded.job
-                else:
-                    decoded = intake.decode(doc.data, weigh=True)
-                    # What the apiserver stores when the file is applied: a new job's defaults given.
-                    job = v1beta1.trainingjob_defaults.on_create(decoded.job)
+                decoded = stored(doc, runtimes)
+                job = decoded.job
                 workload = render.workload(job, decoded.framework, scheduler)
                 objects.extend([workload] if workload is not None else [])
                 objects.extend(render.render(job, decoded.framework, scheduler))
@@ -134,6 +133,21 @@ def _render(args: argparse.Namespace) -> int:
                 raise doc.explain(e) from None
     output.yaml_documents(objects, sys.stdout)
     return 0
+
+
+def stored(doc: documents.Document, runtimes: Runtimes) -> Any:
+    """The job of ``doc`` as the apiserver would store it (an ``intake.Decoded``): a short job
+    expanded as admission expands it (the expansion gives the defaults itself), any other with a
+    new job's defaults; ValidationError in the terms of the job as written."""
+    import attrs
+
+    from kubetrain.api import v1beta1
+    from kubetrain.operator import intake
+
+    if _is_short(doc.data):
+        return _expanded(doc, runtimes)
+    decoded = intake.decode(doc.data, weigh=True)
+    return attrs.evolve(decoded, job=v1beta1.trainingjob_defaults.on_create(decoded.job))
 
 
 def _is_short(data: Any) -> bool:
@@ -146,7 +160,7 @@ def _is_short(data: Any) -> bool:
     )
 
 
-def _expanded(doc: documents.Document, runtimes: _Runtimes) -> Any:
+def _expanded(doc: documents.Document, runtimes: Runtimes) -> Any:
     """The short job of ``doc`` expanded from its runtime and decoded (an ``intake.Decoded``);
     ValidationError in the terms of the job as written."""
     from kubetrain.api import validation
@@ -159,9 +173,9 @@ def _expanded(doc: documents.Document, runtimes: _Runtimes) -> Any:
         raise validation.ValidationError(expanded.explain(f) for f in e.errors) from None
 
 
-class _Runtimes:
-    """Where ``render`` reads runtimes: the ``--runtimes`` files, else the cluster (connected to
-    only when a job names a runtime)."""
+class Runtimes:
+    """Where ``render`` and ``run --local`` read runtimes: the ``--runtimes`` files, else the
+    cluster (connected to only when a job names a runtime)."""
 
     def __init__(self, args: argparse.Namespace, stack: contextlib.ExitStack) -> None:
         self._args, self._stack = args, stack
@@ -169,16 +183,18 @@ class _Runtimes:
         self._cluster: Resolve | None = None
 
     def resolve(self, doc: documents.Document) -> Resolve:
+        return self.resolve_at(f"{doc.where(('spec', 'runtimeRef'))}: spec.runtimeRef")
+
+    def resolve_at(self, where: str) -> Resolve:
+        """How to read runtimes for a job whose ``spec.runtimeRef`` is written at ``where``."""
         if self._args.runtimes:
             if self._files is None:
                 self._files = _from_files(self._args.runtimes)
             return self._files
-        return self._from_cluster(doc)
+        return self._from_cluster(where)
 
-    def _from_cluster(self, doc: documents.Document) -> Resolve:
+    def _from_cluster(self, where: str) -> Resolve:
         from kubetrain import client
-
-        where = f"{doc.where(('spec', 'runtimeRef'))}: spec.runtimeRef"
 
         def failed(e: client.Error) -> errors.CommandError:
             return errors.CommandError(
@@ -206,23 +222,13 @@ class _Runtimes:
 
 def _from_files(paths: list[str]) -> Resolve:
     """The runtimes of the files (a directory: its ``*.yaml`` and ``*.yml``), as a Resolve."""
-    from kubetrain.api import documents
-    from kubetrain.operator import expansion
+    from kubetrain.client import local
 
-    docs: list[Any] = []
-    for given in paths:
-        path = pathlib.Path(given)
-        files = sorted([*path.glob("*.yaml"), *path.glob("*.yml")]) if path.is_dir() else [path]
-        found = [d.data for f in files for d in documents.load(str(f)) if isinstance(d.data, Mapping)]
-        if not any(d.get("kind") in expansion.CLASSES for d in found):
-            raise errors.CommandError(
-                f"--runtimes {given}: no ClusterTrainingRuntime or TrainingRuntime in it"
-            )
-        docs += found
-    return expansion.from_documents(docs)
+    resolve: Resolve = local.read_runtimes(paths)
+    return resolve
 
 
-def _refuse_old_kind(doc: Any, file: str) -> None:
+def refuse_old_kind(doc: Any, file: str) -> None:
     """An old operator's job is pointed to ``kubetrain convert`` instead of told its apiVersion is wrong."""
     from kubetrain.convert import document
 

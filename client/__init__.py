@@ -19,6 +19,11 @@ only what is the trainer's own::
     job = client.submit(runtime="torch-distributed", image="ghcr.io/me/train:1",
                         command=["torchrun", "train.py"], nodes=4, env={"EPOCHS": "3"})
 
+The same job on this machine first, every replica a process with the env the cluster would
+give it and the operator's own decisions (``kubetrain run --local``)::
+
+    run = client.run_local("samples/v1beta1/pytorch-ddp.yaml")   # run.state, run.code, run.job
+
 Everything is synchronous and returns typed v1beta1 objects
 (:mod:`kubetrain.api.v1beta1`), whatever version a job was written in. Every failure is a
 :class:`Error` whose message is written for a person. The client talks to the cluster
@@ -40,6 +45,7 @@ from kubetrain.client.errors import (
     WaitTimeout,
 )
 from kubetrain.client.events import Event
+from kubetrain.client.local import LocalRun, run_local
 from kubetrain.client.logs import LogLine
 from kubetrain.client.pods import PodInfo
 from kubetrain.client.runtimes import short_job
@@ -53,6 +59,7 @@ __all__ = [
     "InvalidKubeconfig",
     "JobFailed",
     "JobFinished",
+    "LocalRun",
     "LogLine",
     "NotFound",
     "PodInfo",
@@ -61,6 +68,7 @@ __all__ = [
     "WaitError",
     "WaitTimeout",
     "connect",
+    "run_local",
     "short_job",
     "submit",
 ]

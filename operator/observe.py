@@ -26,13 +26,12 @@ from typing import Any, Protocol
 import attrs
 
 from kubetrain.api import meta, naming, observed, v1beta1
-from kubetrain.operator import lifecycle, memory
+from kubetrain.operator import lifecycle
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.policies import progress
-from kubetrain.operator.runtime import cache
 from kubetrain.operator.scheduling import backend, workload
 
-__all__ = ["Caches", "Holder", "observe"]
+__all__ = ["Caches", "Expected", "Holder", "Mine", "observe"]
 
 
 @attrs.frozen(kw_only=True)
@@ -55,6 +54,27 @@ class Holder:
         if owner is None:
             return cls(going=going)
         return cls(kind=owner["kind"], name=owner["name"], uid=owner.get("uid", ""), going=going)
+
+
+class Mine(Protocol):
+    """What this process remembers of the job's UID that observe reads (:class:`.memory.Job`)."""
+
+    @property
+    def refused(self) -> tuple[v1beta1.Refusal, ...] | None: ...
+    @property
+    def untold(self) -> tuple[v1beta1.Refusal, ...]: ...
+    @property
+    def last_write(self) -> datetime.datetime | None: ...
+    @property
+    def groups(self) -> frozenset[str] | None: ...
+
+
+class Expected(Protocol):
+    """What this process made or deleted of a kind that the caches do not show yet
+    (:class:`.runtime.cache.Expectations`)."""
+
+    def expected(self, key: str, /) -> bool | None: ...
+    def pending(self, owner: str, /) -> Iterable[str]: ...
 
 
 class Caches(Protocol):
@@ -95,8 +115,8 @@ def observe(
     job: v1beta1.TrainingJob,
     fw: fw_contract.Framework,
     caches: Caches,
-    mine: memory.Job,
-    expected: Mapping[str, cache.Expectations],
+    mine: Mine,
+    expected: Mapping[str, Expected],
     *,
     scheduler: backend.Backend,
     now: datetime.datetime,

@@ -74,6 +74,7 @@ def render(
     in_place: bool = False,
     closed: bool = False,
     with_tensorboard: bool = True,
+    machine: fw_contract.Machine | None = None,
 ) -> list[Object]:
     """ConfigMap, Services, gang groups, Pods and TensorBoard of ``job``; raises ValidationError if it cannot run.
 
@@ -87,12 +88,13 @@ def render(
     (:mod:`.policies.avoid`); ``in_place`` gives each pod the agent and barrier that restart it
     in place (:mod:`.agent`), ``closed`` makes their barrier wait until the operator opens it
     (:mod:`.policies.inplace`); ``with_tensorboard=False`` leaves the TensorBoard out (the
-    reconciler creates it apart).
+    reconciler creates it apart); ``machine`` puts every replica on one machine, each at the
+    address it gives (:class:`.frameworks.framework.Machine`: the local runner's).
     """
     errors = fw_contract.validate(fw, job)
     if errors:
         raise validation.ValidationError(errors)
-    world = fw_contract.World.of(job, fw)
+    world = fw_contract.World.of(job, fw, machine)
     files = fw.files(world)
     secret = fw.secret(world) if fw.secret is not None else {}
     objects: list[Object] = []

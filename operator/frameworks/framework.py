@@ -7,6 +7,13 @@ validation — and, optionally, the data of a per-job Secret (an ssh key pair). 
 generic reconciler and :mod:`kubetrain.operator.render` need nothing else to run a
 framework. Plugins see the job through a :class:`World`: every replica
 with its stable host name and port, in the framework's order.
+
+Where the replicas are reached is the World's alone: in a cluster, each replica's Service name
+and the port its spec or the framework gives; on one machine (``kubetrain run --local``), the
+address a :class:`Machine` gives each replica (127.0.0.1 and a port of its own). A framework
+renders its env from ``host``, ``hostname`` and ``port`` and never spells a host itself, so
+the same code renders both; one that must tell which replica serves a rendezvous where every
+replica's host is this machine reads :attr:`World.machine`.
 """
 
 from __future__ import annotations
@@ -25,7 +32,9 @@ __all__ = [
     "LAST_RESTART_REASON_ENV",
     "RESTARTS_ENV",
     "RESTART_ATTEMPT_ENV",
+    "Address",
     "Framework",
+    "Machine",
     "Replica",
     "ReplicaType",
     "World",
@@ -76,6 +85,26 @@ class Replica:
     subdomain: str  # the headless Service that names the pod
     port: int
     spec: v1beta1.ReplicaSpec
+    # What the replica's machine calls itself (a pod's host name is its name); "" for ``name``.
+    own_host: str = ""
+
+    @property
+    def hostname(self) -> str:
+        return self.own_host or self.name
+
+
+@attrs.frozen(kw_only=True)
+class Address:
+    host: str
+    port: int
+
+
+@attrs.frozen(kw_only=True)
+class Machine:
+    """Every replica on one machine, each at its own address: (replica type, index) -> where it is
+    reached, which is also what it calls itself."""
+
+    addresses: Mapping[tuple[str, int], Address]
 
 
 @attrs.frozen(kw_only=True)
@@ -86,27 +115,32 @@ class World:
     name: str
     namespace: str
     replicas: tuple[Replica, ...]
+    # Every replica on this one machine (the local runner's); None in a cluster.
+    machine: Machine | None = None
 
     @classmethod
-    def of(cls, job: v1beta1.TrainingJob, fw: Framework) -> World:
+    def of(cls, job: v1beta1.TrainingJob, fw: Framework, machine: Machine | None = None) -> World:
         # Resolved once: object namespaces and DNS names in env must agree.
         name = job.metadata.name or ""
         namespace = job.metadata.namespace or "default"
         per_job = job.spec.network.hosts is v1beta1.HostNames.PER_JOB
-        replicas = tuple(
-            Replica(
-                type=key,
-                index=i,
-                name=naming.replica_name(name, key, i),
-                host=naming.host(name, namespace, key, i, per_job=per_job),
-                subdomain=naming.subdomain(name, key, i, per_job=per_job),
-                port=job.spec.replica_specs[key].port or fw.port,
-                spec=job.spec.replica_specs[key],
-            )
-            for key in fw.order(job.spec.replica_specs)
-            for i in range(job.spec.replica_specs[key].replicas)
-        )
-        return cls(job=job, name=name, namespace=namespace, replicas=replicas)
+        replicas = []
+        for key in fw.order(job.spec.replica_specs):
+            for i in range(job.spec.replica_specs[key].replicas):
+                at = machine.addresses.get((key, i)) if machine is not None else None
+                replicas.append(
+                    Replica(
+                        type=key,
+                        index=i,
+                        name=naming.replica_name(name, key, i),
+                        host=at.host if at else naming.host(name, namespace, key, i, per_job=per_job),
+                        subdomain=naming.subdomain(name, key, i, per_job=per_job),
+                        port=at.port if at else job.spec.replica_specs[key].port or fw.port,
+                        spec=job.spec.replica_specs[key],
+                        own_host=at.host if at else "",
+                    )
+                )
+        return cls(job=job, name=name, namespace=namespace, replicas=tuple(replicas), machine=machine)
 
     def of_type(self, name: str) -> tuple[Replica, ...]:
         return tuple(r for r in self.replicas if r.type.lower() == name.lower())

@@ -83,12 +83,17 @@ def _env(world: framework.World, replica: framework.Replica) -> Mapping[str, str
                 # rendezvous store only where the endpoint names the machine it runs on, which
                 # it tells by the host name (an IP literal aside), and Worker 0's is its pod name.
                 # The others find it through the search path, as `{pod}.{namespace}.svc`.
-                "PET_RDZV_ENDPOINT": f"{master.name}:{master.port}",
+                "PET_RDZV_ENDPOINT": f"{master.hostname}:{master.port}",
                 "PET_RDZV_ID": elastic.rdzv_id or world.job.metadata.uid or world.job.metadata.name or "",
             }
         )
-        if elastic.rdzv_conf:
-            env["PET_RDZV_CONF"] = ",".join(f"{k}={v}" for k, v in sorted(elastic.rdzv_conf.items()))
+        conf = dict(elastic.rdzv_conf)
+        if world.machine is not None and "is_host" not in conf:
+            # On one machine every agent's host name is the endpoint's, and each would race to
+            # serve the store: Worker 0 serves it, as in a cluster (kubetrain run --local).
+            conf["is_host"] = str(replica == master).lower()
+        if conf:
+            env["PET_RDZV_CONF"] = ",".join(f"{k}={v}" for k, v in sorted(conf.items()))
         restarts = ELASTIC_MAX_RESTARTS if elastic.max_restarts is None else elastic.max_restarts
         env["PET_MAX_RESTARTS"] = str(restarts)
         # torchrun shares the rendezvous store with the workers' and writes its address once, in

@@ -155,6 +155,7 @@ CLUSTER_VERBS = {
     "wait",
     "tensorboard",
     "render",  # a job made from a runtime reads it from the cluster, unless given --runtimes
+    "run",  # run --local: as render, for a job made from a runtime
 }
 
 

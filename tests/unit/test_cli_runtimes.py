@@ -119,7 +119,7 @@ def test_the_flags_make_the_short_job_the_words_after_the_dashes_its_command() -
         "--",
         "extra",
     )
-    (body,) = jobs._bodies(args)
+    (body,) = jobs.bodies(args)
     assert body == {
         "apiVersion": API,
         "kind": "TrainingJob",
@@ -139,10 +139,10 @@ def test_the_flags_make_the_short_job_the_words_after_the_dashes_its_command() -
 
 
 def test_without_a_name_the_job_is_named_after_its_runtime_and_a_namespaced_runtime_says_its_kind() -> None:
-    (body,) = jobs._bodies(parse("--runtime", "ours", "--runtime-kind", "TrainingRuntime", "--generate-name"))
+    (body,) = jobs.bodies(parse("--runtime", "ours", "--runtime-kind", "TrainingRuntime", "--generate-name"))
     assert re.fullmatch(r"ours-[a-z0-9]{5}", body["metadata"]["name"])
     assert body["spec"] == {"runtimeRef": {"kind": "TrainingRuntime", "name": "ours"}, "trainer": {}}
-    (other,) = jobs._bodies(parse("--runtime", "ours", "--nodes", "0"))
+    (other,) = jobs.bodies(parse("--runtime", "ours", "--nodes", "0"))
     assert other["metadata"]["name"] != body["metadata"]["name"]
     assert other["spec"]["trainer"] == {"numNodes": 0}
 

@@ -9,8 +9,10 @@ lists ``lazily`` only inside a function (loaded when that verb runs, not at star
 :data:`PURE` is the part of the operator that the CLI and the converter use. It imports only
 the API and itself, so no import of it can reach the runtime, the webhooks or the reconciler;
 a subprocess then checks the same from the other side — ``kubetrain render``, ``convert``,
-``submit`` and ``migrate-storage`` run, and neither the runtime, the webhooks nor aiohttp is in
-``sys.modules``. The dev cluster likewise takes from the operator only its certificates
+``submit``, ``migrate-storage`` and ``run --local`` run, and neither the runtime, the webhooks nor
+aiohttp is in ``sys.modules``. The local runner (``operator/local``) is a second user of the
+reconciler's shell: it takes observe (which reads only the Caches interface) and the pure parts;
+the CLI loads it when ``run --local`` runs, the client when ``run_local`` is called. The dev cluster likewise takes from the operator only its certificates
 (``pki``), the webhooks' names (``webhook_endpoints``) and pure parts, and every module of it
 loaded (what ``kubetrain dev`` runs) leaves the runtime, the webhooks and aiohttp out. tests and
 bench are outside the six packages and import what they test.
@@ -58,10 +60,14 @@ PURE = (
     "kubetrain.operator.tensorboard",
     "kubetrain.operator.webhook_endpoints",
 )
+# The local runner (kubetrain run --local): the pure parts, and the shell's observe, which reads
+# the Caches interface alone.
+LOCAL = "kubetrain.operator.local"
+OBSERVE = "kubetrain.operator.observe"
 # What the dev cluster takes from the operator: the pure parts, and the certificates it issues.
 DEVCLUSTER = ("kubetrain.api", "kubetrain.devcluster", "kubetrain.operator.pki", *PURE)
 CLI = ("kubetrain.api", "kubetrain.client", "kubetrain.cli", "kubetrain.operator.policies")
-CLI_TOOLS = ("kubetrain.convert", *PURE)
+CLI_TOOLS = ("kubetrain.convert", *PURE, LOCAL)
 
 RULES: dict[str, Rule] = {
     "kubetrain.api": Rule(
@@ -81,9 +87,21 @@ RULES: dict[str, Rule] = {
         )
         for pure in PURE
     },
+    OBSERVE: Rule(
+        ("kubetrain.api", *PURE),
+        "observe is the shell's first call, over the Caches interface: the reconciler, the tests' World "
+        "and the local runner each bring their caches, and it imports none of the runtime",
+    ),
+    LOCAL: Rule(
+        ("kubetrain.api", *PURE, OBSERVE, LOCAL),
+        "a local run is a second user of the reconciler's shell (observe, the step, render) over "
+        "processes: never the runtime, the webhooks or the reconciler, and nothing of a cluster",
+    ),
     "kubetrain.client": Rule(
         ("kubetrain.api", "kubetrain.client"),
-        "a notebook installs kubetrain for the client: it must not drag the operator in",
+        "a notebook installs kubetrain for the client: it must not drag the operator in; run_local "
+        "loads the local runner, and the expansion and intake a job is read with, only when called",
+        lazily=(LOCAL, "kubetrain.operator.expansion", "kubetrain.operator.intake"),
     ),
     "kubetrain.convert": Rule(
         ("kubetrain.api", "kubetrain.convert", "kubetrain.operator.frameworks", "kubetrain.operator.intake"),
@@ -93,8 +111,8 @@ RULES: dict[str, Rule] = {
     "kubetrain.cli": Rule(
         CLI,
         "the job verbs are built on the client and start without the operator; render, manifests "
-        "(the lifecycle's pure table), convert and submit's framework check load the converter and "
-        "the operator's pure parts when they run",
+        "(the lifecycle's pure table), convert, submit's framework check and run --local load the "
+        "converter, the operator's pure parts and its local runner when they run",
         lazily=CLI_TOOLS,
     ),
     "kubetrain.cli.dev": Rule(
@@ -265,7 +283,7 @@ def test_the_table_names_the_packages_and_modules_there_are() -> None:
         assert name in known, f"{name} is in the table but not in the source"
 
 
-def test_render_convert_submit_and_migrate_storage_load_no_runtime_webhooks_or_aiohttp(
+def test_render_convert_submit_migrate_storage_and_run_local_load_no_runtime_webhooks_or_aiohttp(
     tmp_path: pathlib.Path,
 ) -> None:
     kubeconfig, _ = kube.unreachable_kubeconfig(tmp_path)
@@ -273,6 +291,22 @@ def test_render_convert_submit_and_migrate_storage_load_no_runtime_webhooks_or_a
     job = yaml.safe_load((ROOT / "samples" / "v1beta1" / "tensorflow-ps.yaml").read_text())
     job["spec"]["replicaSpecs"]["Launcher"] = copy.deepcopy(job["spec"]["replicaSpecs"]["Worker"])
     refused.write_text(yaml.safe_dump(job))
+    # A local run of one replica that exits at once: the runner's modules, loaded and run.
+    one = tmp_path / "local.yaml"
+    container = {"name": "main", "image": "none", "command": ["true"]}
+    one.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "training.kubetrain.dev/v1beta1",
+                "kind": "TrainingJob",
+                "metadata": {"name": "one"},
+                "spec": {
+                    "framework": {"name": "generic"},
+                    "replicaSpecs": {"Worker": {"template": {"spec": {"containers": [container]}}}},
+                },
+            }
+        )
+    )
     runs = [
         ["render", str(ROOT / "samples" / "v1beta1" / "pytorch-ddp.yaml")],
         ["render", str(ROOT / "samples" / "v1alpha1" / "tfjob-master-worker-ps.yaml")],
@@ -280,6 +314,7 @@ def test_render_convert_submit_and_migrate_storage_load_no_runtime_webhooks_or_a
         ["submit", str(refused), f"--kubeconfig={kubeconfig}"],
         ["submit", str(ROOT / "samples" / "v1beta1" / "pytorch-ddp.yaml"), f"--kubeconfig={kubeconfig}"],
         ["migrate-storage", f"--kubeconfig={kubeconfig}"],
+        ["run", "--local", str(one), f"--run-dir={tmp_path / 'run'}"],
     ]
     out = _python(
         f"""\
@@ -295,7 +330,7 @@ def test_render_convert_submit_and_migrate_storage_load_no_runtime_webhooks_or_a
         """,
         RUNTIME,
     )
-    assert out["codes"] == [0, 0, 0, 1, 1, 1], out["errors"]
+    assert out["codes"] == [0, 0, 0, 1, 1, 1, 0], out["errors"]
     assert "spec.replicaSpecs.Launcher: tensorflow has no replica type Launcher" in out["errors"][3]
     assert "cannot reach the cluster" in out["errors"][4]
     assert "cannot reach the cluster" in out["errors"][5]
