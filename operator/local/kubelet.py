@@ -56,7 +56,7 @@ class _Pod:
     launch: plan.Launch
     uid: str
     created: datetime.datetime
-    process: processes.Process | None = None
+    process: processes.Started | None = None
     phase: str = "Pending"
     running: bool = False
     restarts: int = 0
@@ -77,8 +77,9 @@ class Kubelet:
         lines: queue.Queue[said.Line],
         clock: Clock,
         progress: v1beta1.ProgressSpec | None = None,
+        start: processes.Start = processes.Process,
     ) -> None:
-        self.lines, self.clock, self.progress = lines, clock, progress
+        self.lines, self.clock, self.progress, self._start_process = lines, clock, progress, start
         self._pods: dict[str, _Pod] = {}
         self._gone: dict[str, _Pod] = {}  # by uid: the tombstones
 
@@ -208,7 +209,7 @@ class Kubelet:
             text="",
         )
         try:
-            pod.process = processes.Process(
+            pod.process = self._start_process(
                 launch.argv, env=launch.env, cwd=launch.cwd, tag=tag, lines=self.lines
             )
         except OSError as e:

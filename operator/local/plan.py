@@ -19,7 +19,8 @@ The rules (docs/usage.md, "Try it locally"):
   ``pods/<pod>/volumes/<volume>/``, emptied when the pod is made again; a claim
   (``persistentVolumeClaim``) — ``claims/<claim>/``, shared by every replica as a volume several
   pods mount is; ``hostPath`` — its own path; kubetrain's ConfigMap and ssh Secret — their files
-  in ``pods/<pod>/volumes/<volume>/``. Any other volume is refused. A path under a mount in an
+  in ``pods/<pod>/volumes/<volume>/``, as is a ``downwardAPI`` volume's (the pod's own fields, as
+  this machine knows them). Any other volume is refused. A path under a mount in an
   env value, an argument, or after the ``=`` of one (``--checkpoint=/ckpt/step``), is given as
   that folder's path.
 - **Working directory.** ``workingDir`` if this machine has it (a path under a mount: its
@@ -130,7 +131,6 @@ def launch(
         else:
             problems.append(f"{line} (remove it, or pass --skip-extra-containers to leave it out)")
     pod_root = root / "pods" / meta["name"]
-    mounts, files, empty, folders = _volumes(who, spec, main, objects, root, pod_root, problems)
     fields = {
         "metadata.name": meta["name"],
         "metadata.namespace": meta.get("namespace") or "default",
@@ -141,6 +141,7 @@ def launch(
         **{f"metadata.labels['{k}']": v for k, v in labels.items()},
         **{f"metadata.annotations['{k}']": v for k, v in (meta.get("annotations") or {}).items()},
     }
+    mounts, files, empty, folders = _volumes(who, spec, main, objects, root, pod_root, fields, problems)
     own: dict[str, str] = {}
     for var in main.get("env") or []:
         value = _value(who, var, fields, own, problems)
@@ -224,6 +225,7 @@ def _volumes(
     objects: Sequence[Object],
     root: pathlib.Path,
     pod_root: pathlib.Path,
+    fields: Mapping[str, str],
     problems: list[str],
 ) -> tuple[dict[str, str], list[tuple[str, str, int]], list[str], list[str]]:
     """Each mount path of the main container -> its local folder; the files to write, the folders
@@ -246,6 +248,13 @@ def _volumes(
         elif "hostPath" in volume:
             local = str(volume["hostPath"].get("path"))
             folders.append(local)
+        elif "downwardAPI" in volume:
+            # The pod's own fields, as the kubelet projects them (what this machine knows of them).
+            local = str(own)
+            empty.append(local)
+            for item in volume["downwardAPI"].get("items") or []:
+                field = str((item.get("fieldRef") or {}).get("fieldPath"))
+                files.append((str(own / item.get("path", "")), fields.get(field, ""), 0o644))
         elif (data := _rendered(volume, objects)) is not None:
             local = str(own)
             empty.append(local)
@@ -255,7 +264,7 @@ def _volumes(
             kind = next((k for k in volume if k != "name"), "unknown")
             problems.append(
                 f"{who}: volume {name!r} ({kind}) has no local folder: a local run maps emptyDir, "
-                "persistentVolumeClaim, hostPath and kubetrain's own ConfigMap and Secret"
+                "persistentVolumeClaim, hostPath, downwardAPI and kubetrain's own ConfigMap and Secret"
             )
             continue
         if vm.get("subPath"):

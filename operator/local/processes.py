@@ -19,13 +19,38 @@ import signal
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
-from typing import IO
+from typing import IO, Protocol
 
 import attrs
 
 from kubetrain.operator.local import said
 
-__all__ = ["Process", "exit_code"]
+__all__ = ["Process", "Start", "Started", "exit_code"]
+
+
+class Started(Protocol):
+    """What the kubelet needs of a started process group (a fake one in the unit tests)."""
+
+    @property
+    def returncode(self) -> int | None: ...
+    def gone(self) -> bool: ...
+    def drained(self, timeout: float = 0) -> bool: ...
+    def signal(self, sig: int) -> None: ...
+    def kill(self) -> None: ...
+
+
+class Start(Protocol):
+    """How the kubelet starts one (:class:`Process`)."""
+
+    def __call__(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        cwd: str,
+        tag: said.Line,
+        lines: queue.Queue[said.Line],
+    ) -> Started: ...
 
 
 class Process:

@@ -29,7 +29,7 @@ import attrs
 
 from kubetrain.api import observed, v1beta1
 from kubetrain.operator import lifecycle, observe
-from kubetrain.operator.local import caches, executor, kubelet, prepared, said
+from kubetrain.operator.local import caches, executor, kubelet, prepared, processes, said
 from kubetrain.operator.policies import progress
 
 __all__ = ["POLL_SECONDS", "Outcome", "run"]
@@ -66,18 +66,23 @@ def run(
     *,
     clock: Callable[[], datetime.datetime] = now_utc,
     stopping: Callable[[], bool] = lambda: False,
+    start: processes.Start = processes.Process,
+    poll: float = POLL_SECONDS,
 ) -> Outcome:
     """Run the prepared job until it has finished (or is stopped); every line, state change and
-    Event is told to ``tell``. ``stopping`` is asked every pass: True stops the run as Ctrl-C does."""
+    Event is told to ``tell``. ``stopping`` is asked every pass: True stops the run as Ctrl-C does.
+    ``start`` starts a process, ``poll`` is the longest wait between two passes (the unit tests
+    give fakes)."""
     for w in ready.warnings:
         tell(said.Warned(text=w))
     job = _local(ready.job, clock())
     lines: queue.Queue[said.Line] = queue.Queue()
-    pods = kubelet.Kubelet(lines, clock, progress=job.spec.progress)
+    pods = kubelet.Kubelet(lines, clock, progress=job.spec.progress, start=start)
     looked = caches.LocalCaches(pods, job.metadata.name or "")
     mine = caches.Mine()
     act = executor.Executor(ready, pods, mine, tell)
     expected = {"Pod": caches.NOTHING, "Service": caches.NOTHING}
+    last: tuple[observed.Pod, ...] = ()
     try:
         while True:
             pods.sync()
@@ -93,26 +98,27 @@ def run(
                 reading=_reading(job, pods, ready),
             )
             decision = lifecycle.step(inp)
+            # The pods as the step saw them: as the job's end found them, before it stops them.
+            last = tuple(p for p in inp.pods if not p.gone)
             job = act.run(job, decision)
             _drain(lines, tell, 0)
             if progress.finished(job.status):
-                last = tuple(pods.pods())
                 pods.stop(kill=False)
-                _wait(pods, lines, tell)
+                _wait(pods, lines, tell, poll)
                 return Outcome(job=job, pods=last)
             if stopping():
                 raise KeyboardInterrupt
-            _drain(lines, tell, POLL_SECONDS)
+            _drain(lines, tell, poll)
     except KeyboardInterrupt:
         last = tuple(pods.pods())
         tell(said.Warned(text="stopping every replica (Ctrl-C again to kill them)"))
         try:
             pods.stop(kill=False)
-            _wait(pods, lines, tell)
+            _wait(pods, lines, tell, poll)
         except KeyboardInterrupt:
             tell(said.Warned(text="killing every replica"))
             pods.stop(kill=True)
-            _wait(pods, lines, tell)
+            _wait(pods, lines, tell, poll)
         return Outcome(job=job, pods=last, stopped=True)
     finally:
         pods.stop(kill=True)
@@ -160,11 +166,11 @@ def _drain(lines: queue.Queue[said.Line], tell: said.Tell, timeout: float) -> No
             return
 
 
-def _wait(pods: kubelet.Kubelet, lines: queue.Queue[said.Line], tell: said.Tell) -> None:
+def _wait(pods: kubelet.Kubelet, lines: queue.Queue[said.Line], tell: said.Tell, poll: float) -> None:
     """Until every process of the run has ended (their grace periods run out), telling their lines."""
     while True:
         pods.sync()
         _drain(lines, tell, 0)
         if pods.running() == 0:
             return
-        _drain(lines, tell, POLL_SECONDS)
+        _drain(lines, tell, poll)

@@ -1,0 +1,185 @@
+"""A job mapped to local processes (kubetrain.operator.local): addresses, commands, env, folders,
+and every reason a job cannot run here, said before anything starts."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+from testkit.builders import a_job, container, template
+
+from kubetrain.api import v1beta1
+from kubetrain.operator import local
+from kubetrain.operator.frameworks import framework as fw_contract
+from kubetrain.operator.frameworks import pytorch, registry, tensorflow
+from kubetrain.operator.local import machine
+
+
+def prepare(job: v1beta1.TrainingJob, tmp_path: Path, **options: Any) -> local.Prepared:
+    fw = registry.default().get(job.spec.framework.name)
+    opts = local.Options(cwd=str(tmp_path), environ={"PATH": "/usr/bin:/bin", "HOME": "/home/me"}, **options)
+    return local.prepare(v1beta1.trainingjob_defaults.on_create(job), fw, opts)
+
+
+def refusals(job: v1beta1.TrainingJob, tmp_path: Path, **options: Any) -> list[str]:
+    with pytest.raises(local.NotRunnableError) as e:
+        prepare(job, tmp_path, **options)
+    return list(e.value.lines)
+
+
+def one(ready: local.Prepared, pod: str) -> local.Launch:
+    return next(launch for launch in ready.launches(ready.job) if launch.pod == pod)
+
+
+def test_each_replica_is_this_machine_at_its_type_s_port_plus_its_position() -> None:
+    job = a_job("pt").framework("pytorch").replicas("Worker", 2).replicas("Master", 1).build()
+    got = machine.addresses(job, pytorch.FRAMEWORK).addresses
+    assert got == {
+        ("Master", 0): fw_contract.Address(host="127.0.0.1", port=23456),
+        ("Worker", 0): fw_contract.Address(host="127.0.0.1", port=23457),
+        ("Worker", 1): fw_contract.Address(host="127.0.0.1", port=23458),
+    }
+    # A port another replica has is passed over: never two replicas on one port.
+    tf = a_job("tf").framework("tensorflow").replicas("Chief", 1).replicas("Worker", 1, port=2222).build()
+    ports = [a.port for a in machine.addresses(tf, tensorflow.FRAMEWORK).addresses.values()]
+    assert sorted(ports) == [2222, 2223]
+
+
+def test_the_command_runs_with_the_rendered_env_expanded_as_the_kubelet_expands_it(tmp_path: Path) -> None:
+    c = container(
+        "pytorch",
+        command=["python3", "train.py"],
+        args=["--rank=$(RANK)", "--literal=$$(RANK)", "--unset=$(NOPE)"],
+        env=[
+            {"name": "WHO", "value": "rank $(RANK) of $(WORLD_SIZE)"},
+            {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        ],
+    )
+    master = template(container("pytorch", command=["true"]))
+    job = (
+        a_job("pt")
+        .framework("pytorch")
+        .replicas("Master", 1, tmpl=master)
+        .replicas("Worker", 1, tmpl=template(c))
+    ).build()
+    w = one(prepare(job, tmp_path), "pt-worker-0")
+    assert w.argv == ("python3", "train.py", "--rank=1", "--literal=$(RANK)", "--unset=$(NOPE)")
+    assert (w.env["POD"], w.env["IP"]) == ("pt-worker-0", "127.0.0.1")
+    assert (w.env["MASTER_ADDR"], w.env["MASTER_PORT"]) == ("127.0.0.1", "23456")
+    assert w.env["HOME"] == "/home/me"  # the user's environment, the pod's env over it
+    assert w.cwd == str(tmp_path)  # no workingDir: where kubetrain run starts
+    assert (w.replica, w.restart_policy) == ("worker-0", "OnFailure")
+
+
+def test_volumes_are_local_folders_and_paths_under_them_are_given_as_those(tmp_path: Path) -> None:
+    c = container(
+        "pytorch",
+        command=["python3", "train.py", "--checkpoint=/ckpt/step", "/data/x"],
+        workingDir="/data",
+        env=[{"name": "OUT", "value": "/scratch/out"}],
+        volumeMounts=[
+            {"name": "ckpt", "mountPath": "/ckpt"},
+            {"name": "data", "mountPath": "/data"},
+            {"name": "scratch", "mountPath": "/scratch/"},
+        ],
+    )
+    tmpl = template(c)
+    tmpl["spec"]["volumes"] = [
+        {"name": "ckpt", "persistentVolumeClaim": {"claimName": "shared"}},
+        {"name": "data", "hostPath": {"path": str(tmp_path / "host")}},
+        {"name": "scratch", "emptyDir": {}},
+    ]
+    job = (
+        a_job("pt")
+        .framework("pytorch")
+        .replicas("Worker", 2, tmpl=tmpl)
+        .with_spec(progress=v1beta1.ProgressSpec(deadline_seconds=60))
+        .build()
+    )
+    ready = prepare(job, tmp_path, run_dir="runs")
+    w0, w1 = one(ready, "pt-worker-0"), one(ready, "pt-worker-1")
+    run = tmp_path / "runs" / "pt"
+    assert w0.argv == ("python3", "train.py", f"--checkpoint={run}/claims/shared/step", f"{tmp_path}/host/x")
+    assert w1.argv[2] == w0.argv[2]  # a claim is shared by every replica
+    assert w0.env["OUT"] == f"{run}/pods/pt-worker-0/volumes/scratch/out"  # an emptyDir is the pod's
+    assert w0.cwd == f"{tmp_path}/host"
+    assert w0.progress_file == f"{run}/pods/pt-worker-0/volumes/kubetrain-progress/progress"
+    assert w0.env["KUBETRAIN_PROGRESS_FILE"] == w0.progress_file
+
+
+def test_kubetrain_s_files_are_written_in_the_pod_s_folder(tmp_path: Path) -> None:
+    job = (
+        a_job("hv")
+        .framework("mpi", options={"slotsPerWorker": 2})
+        .replicas("Launcher", 1, tmpl=template(container("mpi", command=["true"])))
+        .replicas("Worker", 2, tmpl=template(container("mpi", command=["sshd", "-De"])))
+        .build()
+    )
+    ready = prepare(job, tmp_path)
+    launcher = one(ready, "hv-launcher-0")
+    files = {Path(path).name: (text, mode) for path, text, mode in launcher.files}
+    assert files["hostfile"] == ("127.0.0.1 slots=2\n127.0.0.1 slots=2\n", 0o555)
+    assert files["id_ed25519"][1] == 0o600
+    assert launcher.env["OMPI_MCA_orte_default_hostfile"].endswith("/volumes/kubetrain-config/hostfile")
+    assert one(ready, "hv-worker-0").stand_in  # sshd is not needed: mpirun starts every rank here
+
+
+def test_everything_that_cannot_run_here_is_said_at_once(tmp_path: Path) -> None:
+    bare = template(container("pytorch"))  # no command: the image's entrypoint
+    odd = template(
+        container(
+            "pytorch",
+            command=["no-such-program-anywhere"],
+            workingDir="/workspace/nowhere",
+            env=[{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "t"}}}],
+            volumeMounts=[{"name": "nfs", "mountPath": "/nfs"}],
+        )
+    )
+    odd["spec"]["volumes"] = [{"name": "nfs", "nfs": {"server": "x", "path": "/"}}]
+    odd["spec"]["initContainers"] = [{"name": "fetch", "image": "busybox", "command": ["true"]}]
+    job = (
+        a_job("bad")
+        .framework("pytorch")
+        .replicas("Master", 1, tmpl=bare)
+        .replicas("Worker", 1, tmpl=odd)
+        .build()
+    )
+    lines = refusals(job, tmp_path)
+    assert lines == [
+        "Master/0: container 'pytorch' has no command: its image's entrypoint would run, and a local run "
+        "pulls no image (give the container a command)",
+        "Worker/0: init container 'fetch' cannot run locally: only each replica's main container runs "
+        "(remove it, or pass --skip-extra-containers to leave it out)",
+        "Worker/0: volume 'nfs' (nfs) has no local folder: a local run maps emptyDir, persistentVolumeClaim, "
+        "hostPath, downwardAPI and kubetrain's own ConfigMap and Secret",
+        "Worker/0: env TOKEN: valueFrom secretKeyRef (creds) cannot be read without a cluster (give it a value)",
+        "Worker/0: no-such-program-anywhere: command not found on this machine's PATH",
+        "Worker/0: workingDir /workspace/nowhere is not a folder on this machine (a local run uses the "
+        "image's paths only where this machine has them: leave workingDir out to run where kubetrain run "
+        "starts)",
+    ]
+
+
+def test_extra_containers_may_be_left_out_with_a_warning(tmp_path: Path) -> None:
+    tmpl = template(container("pytorch", command=["true"]), container("logger", command=["true"]))
+    job = a_job("sc").framework("pytorch").replicas("Worker", 1, tmpl=tmpl).build()
+    assert refusals(job, tmp_path)[0].startswith("Worker/0: container 'logger' cannot run locally")
+    ready = prepare(job, tmp_path, skip_extra=True)
+    assert ready.warnings == (
+        "Worker/0: container 'logger' cannot run locally: only each replica's main container runs; "
+        "left out (--skip-extra-containers)",
+    )
+
+
+def test_a_port_something_listens_on_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        tmpl = template(container("jax", command=["true"]))
+        job = a_job("jx").framework("jax").replicas("Worker", 1, tmpl=tmpl, port=port).build()
+        (line,) = refusals(job, tmp_path)
+    assert line.startswith(f"Worker/0: port {port} on 127.0.0.1 is taken: stop what listens there")
