@@ -1,17 +1,21 @@
 """Nothing admitted that cannot run: hostile documents through the deployed webhooks.
 
 The project's hostile-input generator (bench/kubetrain_bench/hostile/) makes documents of both
-versions from the samples; each is created through the real apiserver, on a cluster of its
-own with ``config/default`` deployed (the manager serving the conversion and validating
-webhooks, as in test_deploy.py). Every document must be either refused with the field named
-or accepted and then get all its pods and Services; nothing may answer 5xx, crash the
-manager, or break a v1alpha1 list of the namespace. ``make bench-hostile`` runs the full
-10,000 (bench/hostile_bench.py).
+versions from the samples, and short jobs and runtimes from the short samples and the shipped
+runtimes (with references that cannot resolve: TrainingRuntimes written first, loops, chains past
+the limit); each is created through the real apiserver, on a cluster of its own with
+``config/default`` deployed (the manager serving the conversion, validating and expanding
+webhooks and the runtimes' webhook, as in test_deploy.py). Every document must be either refused
+with the field named or accepted and then get all its pods and Services (a runtime: stored, and
+the short job naming it refused with the field named, or run); nothing may answer 5xx, crash the
+manager, or break a v1alpha1 list of the namespace. ``make bench-hostile`` runs the full 10,000
+(bench/hostile_bench.py).
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 
 import pytest
 
@@ -28,7 +32,8 @@ from kubetrain_bench.hostile.report import (
 )
 
 SEED = 7
-COUNT = 400
+COUNT = 400  # whole jobs of both versions
+NEW = 150  # short jobs and runtimes
 NAMESPACE = "hostile"
 
 
@@ -36,19 +41,27 @@ NAMESPACE = "hostile"
 def report(request: pytest.FixtureRequest) -> Report:
     with deployment(nodes=4) as d:
         d.namespace(NAMESPACE)
-        result = runner.run(d, NAMESPACE, generator.documents(SEED, COUNT), concurrency=8, timeout=30)
+        docs = itertools.chain(
+            generator.documents(SEED, COUNT, mix={"job": 1}, namespace=NAMESPACE),
+            generator.documents(SEED, NEW, mix=generator.NEW, start=COUNT, namespace=NAMESPACE),
+        )
+        result = runner.run(d, NAMESPACE, docs, concurrency=8, timeout=30)
     # The figures are the point of this module: shown even when pytest captures output.
     capture = request.config.pluginmanager.getplugin("capturemanager")
     with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
-        print(f"\n\nhostile input, {COUNT} documents, seed {SEED}:\n{result.format()}\n")
+        print(
+            f"\n\nhostile input, {COUNT} whole jobs and {NEW} short jobs and runtimes, seed {SEED}:\n"
+            f"{result.format()}\n"
+        )
     return result
 
 
 def test_every_document_got_an_answer(report: Report) -> None:
-    assert len(report.results) == COUNT
-    counts = report.counts()
-    assert counts[ACCEPTED] > 0
-    assert counts[REJECTED_WITH_PATH] > 0
+    assert len(report.results) == COUNT + NEW
+    for family in ("job", "short", "runtime"):
+        counts = report.counts(r for r in report.results if r.family == family)
+        assert counts[ACCEPTED] > 0, family
+        assert counts[REJECTED_WITH_PATH] > 0, family
 
 
 def test_nothing_answered_with_a_server_error(report: Report) -> None:

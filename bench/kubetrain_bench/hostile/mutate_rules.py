@@ -28,8 +28,12 @@ def _required_spots(body: dict[str, Any], version: str) -> list[Path]:
     spec = body.get("spec")
     if isinstance(spec, dict):
         spots += [("spec", k) for k in ("framework", "replicaSpecs") if k in spec]
-        if version == "v1beta1" and isinstance(spec.get("framework"), dict):
+        if version == "v1beta1" and isinstance(spec.get("framework"), dict) and "name" in spec["framework"]:
             spots.append(("spec", "framework", "name"))
+        if isinstance(spec.get("runtimeRef"), dict):  # a short job, or a runtime built on another
+            spots.append(("spec", "runtimeRef"))
+            if "name" in spec["runtimeRef"]:
+                spots.append(("spec", "runtimeRef", "name"))
     for p, s in replica_specs(body):
         spots += [(*p, k) for k in ("template", "replicaType") if k in s]
         tmpl = s.get("template")

@@ -38,6 +38,8 @@ class Result:
     status: int | None  # the create's HTTP status (201 when created; None: no answer)
     message: str  # the apiserver's message, or for accepted_unrunnable what was wrong
     latency: float  # seconds the create call took
+    family: str = "job"  # "job", "short" (made from a runtime) or "runtime" (a runtime written)
+    runtimes: tuple[str, ...] = ()  # the runtimes the document wrote (deleted once it is done)
     idle: bool = False  # accepted, and nothing to run (suspended, managed elsewhere)
     waiting: bool = False  # accepted, but objects still missing behind pods the scheduler cannot place
     detail: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -52,6 +54,7 @@ class Report:
     alpha_lists: int
     alpha_list_failures: list[str]
     manager_alive: bool
+    peak_pods: int = 0  # the most pods in the namespace at once (the nodes hold 110 each)
 
     def counts(self, results: Iterable[Result] | None = None) -> dict[str, int]:
         got = collections.Counter(r.outcome for r in (self.results if results is None else results))
@@ -82,11 +85,14 @@ class Report:
             "seconds": round(self.seconds, 1),
             "counts": self.counts(),
             "idle": sum(r.idle for r in self.results),
+            "job_refused": sum(r.outcome == ACCEPTED and "job_refused" in r.detail for r in self.results),
+            "before_refused": sum("before_refused" in r.detail for r in self.results),
             "waiting_on_scheduler": sum(r.waiting for r in self.results),
             "tracebacks": self.tracebacks,
             "alpha_lists": self.alpha_lists,
             "alpha_list_failures": len(self.alpha_list_failures),
             "manager_alive": self.manager_alive,
+            "peak_pods": self.peak_pods,
             "latency_p50_ms": round(percentile(latencies, 50) * 1000, 1),
             "latency_p99_ms": round(percentile(latencies, 99) * 1000, 1),
         }
@@ -102,12 +108,16 @@ class Report:
             "outcome                   count",
         ]
         for k, n in s["counts"].items():
-            note = f"  ({s['idle']} idle, {s['waiting_on_scheduler']} waiting on the scheduler)"
+            note = f"  ({s['idle']} idle, {s['waiting_on_scheduler']} waiting on the scheduler"
+            note += f", {s['job_refused']} runtimes whose job was refused)" if s["job_refused"] else ")"
             out.append(f"  {k:<23} {n:>5}" + (note if k == ACCEPTED else ""))
         out += [
             f"  {'operator tracebacks':<23} {self.tracebacks:>5}",
             f"  {'v1alpha1 LIST failed':<23} {len(self.alpha_list_failures):>5}  of {self.alpha_lists} lists",
             f"  {'manager alive':<23} {'yes' if self.manager_alive else 'NO':>5}",
+            f"  {'pods at once, at most':<23} {self.peak_pods:>5}",
+            "",
+            self._table("family", lambda r: [r.family]),
             "",
             self._table("version", lambda r: [r.version]),
             "",
@@ -128,6 +138,14 @@ class Report:
         )
         out += ["", f"top {top} rejection messages (names and numbers masked)"]
         out += [f"  {n:>5}  {m[:160]}" for m, n in rejections.most_common(top)]
+        refused_jobs = collections.Counter(
+            normalize(r.detail["job_refused"])
+            for r in self.results
+            if r.outcome == ACCEPTED and "job_refused" in r.detail
+        )
+        if refused_jobs:
+            out += ["", f"top {top} refusals of a stored runtime's short job"]
+            out += [f"  {n:>5}  {m[:160]}" for m, n in refused_jobs.most_common(top)]
         per_kind: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
         for r in self.results:
             if r.outcome.startswith("rejected"):
@@ -150,6 +168,18 @@ class Report:
                 e = rs[0]
                 out.append(f"  {k:<20} {len(rs):>5}  e.g. #{e.index} {e.sample}: {e.label[:140]}")
                 out.append(f"  {'':<27}-> {e.message[:300]}")
+        before = [r for r in self.results if "before_refused" in r.detail]
+        if before:
+            out += [
+                "",
+                f"a runtime written before the document refused: {len(before)} (one example each kind)",
+            ]
+            seen: set[str] = set()
+            for r in before:
+                if r.kinds[:1] != () and r.kinds[0] not in seen:
+                    seen.add(r.kinds[0])
+                    out.append(f"  e.g. #{r.index} {r.sample}: {r.label[:120]}")
+                    out.append(f"  {'':<4}-> {r.detail['before_refused'][0][:300]}")
         waiting = [r for r in self.results if r.waiting]
         if waiting:
             reasons = collections.Counter(

@@ -2,8 +2,8 @@
 
 :func:`run` sends each :class:`~kubetrain_bench.hostile.generator.Doc` with a ``create`` (POST) to
 its version's endpoint, in a namespace of a :class:`~kubetrain_bench.deployment.Deployment` (a
-cluster of its own with ``config/default`` and the manager serving the conversion and validating
-webhooks), and puts it in one class (:mod:`kubetrain_bench.hostile.report` counts them):
+cluster of its own with ``config/default`` and the manager serving the conversion, validating and
+expanding webhooks), and puts it in one class (:mod:`kubetrain_bench.hostile.report` counts them):
 
 - ``rejected_with_path``: a 4xx whose message names a field (``spec.…`` or ``metadata.…``);
 - ``rejected_without_path``: any other 4xx;
@@ -18,9 +18,17 @@ webhooks), and puts it in one class (:mod:`kubetrain_bench.hostile.report` count
   what was missing are kept for the report). A repeated ``FailedCreate`` event, or a Failed
   job with objects missing, ends the wait early.
 
-Accepted jobs are deleted once checked. Meanwhile a v1alpha1 LIST of the namespace runs
-every second (one bad stored object once broke every such list); at the end the manager's
-log is searched for Python tracebacks.
+A document's ``before`` runtimes are written first, in order (a create, or a replace of one that
+exists): one refused is noted in the result's detail, one answered 5xx makes the document a
+``server_error``. A runtime document is written the same way and classed by the same rules
+(accepted: stored); then, if it was stored, the short job made from it (``then``) is created,
+and that decides: refused with a field named, the runtime stays ``accepted`` (counted as
+``job_refused`` too: a clear error at the job's admission); refused without one, or 5xx, the
+document is classed so; created, it is checked as any accepted job is.
+
+Accepted jobs are deleted once checked, and a document's runtimes once it is done. Meanwhile a
+v1alpha1 LIST of the namespace runs every second (one bad stored object once broke every such
+list); at the end the manager's log is searched for Python tracebacks.
 """
 
 from __future__ import annotations
@@ -28,9 +36,10 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import pathlib
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any
 
 from kubetrain.operator.runtime import client
@@ -39,6 +48,8 @@ from kubetrain_bench.hostile.generator import Doc
 from kubetrain_bench.hostile.report import (
     ACCEPTED,
     ACCEPTED_UNRUNNABLE,
+    REJECTED_WITH_PATH,
+    SERVER_ERROR,
     Report,
     Result,
     classify,
@@ -71,13 +82,13 @@ class Runner:
         self.alpha_failures: list[str] = []
         self.progress = progress
 
-    async def create(self, doc: Doc) -> Result:
-        resource = RESOURCES[doc.version]
+    async def _answer(self, write: Callable[[], Awaitable[Any]]) -> tuple[int, str, str, float]:
+        """(status, reason, message, seconds) of ``write``; 429s waited out, not answers."""
         status, reason, message = 201, "", ""
         started = time.perf_counter()
         for attempt in range(6):
             try:
-                await self.api.create(resource, doc.body, self.namespace)
+                await write()
                 status = 201
             except client.ApiError as e:
                 status, reason, message = e.status, e.reason, e.message
@@ -86,20 +97,80 @@ class Runner:
                     started = time.perf_counter()
                     continue
             break
-        latency = time.perf_counter() - started
-        outcome = ACCEPTED if status < 300 else classify(status, reason, message)
-        return Result(
+        return status, reason, message, time.perf_counter() - started
+
+    async def _write_runtime(self, body: dict[str, Any]) -> None:
+        """Create ``body`` (a TrainingRuntime), or replace it if one of its name exists."""
+        try:
+            await self.api.create(client.TRAINING_RUNTIMES, body, self.namespace)
+        except client.ApiError as e:
+            name = (body.get("metadata") or {}).get("name")
+            if e.status != 409 or e.reason != "AlreadyExists" or not isinstance(name, str):
+                raise
+            current = await self.api.get(client.TRAINING_RUNTIMES, name, self.namespace)
+            meta = {**body["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}
+            await self.api.request(
+                "PUT",
+                client.TRAINING_RUNTIMES,
+                namespace=self.namespace,
+                name=name,
+                body={**body, "metadata": meta},
+            )
+
+    async def create(self, doc: Doc) -> Result:
+        result = Result(
             index=doc.index,
             name=doc.name,
             version=doc.version,
             sample=doc.sample,
             kinds=doc.kinds,
             label=doc.label,
-            outcome=outcome,
-            status=status,
-            message=message[:2000],
-            latency=latency,
+            outcome=ACCEPTED,
+            status=201,
+            message="",
+            latency=0.0,
+            family=doc.family,
+            runtimes=doc.runtime_names,
         )
+        refused = []
+        for before in doc.before:
+            status, reason, message, _s = await self._answer(functools.partial(self._write_runtime, before))
+            if status >= 300 and classify(status, reason, message) == SERVER_ERROR:
+                result.outcome, result.status = SERVER_ERROR, status
+                result.message = f"writing the runtime {before['metadata']['name']} first: {message}"[:2000]
+                return result
+            if status >= 300:
+                refused.append(f"{before['metadata']['name']}: {message}"[:500])
+        if refused:
+            result.detail["before_refused"] = refused
+        if doc.family == "runtime":
+            status, reason, message, latency = await self._answer(lambda: self._write_runtime(doc.body))
+        else:
+            resource = RESOURCES[doc.version]
+            status, reason, message, latency = await self._answer(
+                lambda: self.api.create(resource, doc.body, self.namespace)
+            )
+        result.status, result.message, result.latency = status, message[:2000], latency
+        result.outcome = ACCEPTED if status < 300 else classify(status, reason, message)
+        if doc.family == "runtime" and result.outcome == ACCEPTED:
+            result.name = None  # nothing to check unless its job is created
+            if doc.then is not None:
+                await self._then(doc.then, result)
+        return result
+
+    async def _then(self, job: dict[str, Any], result: Result) -> None:
+        """The short job made from the runtime ``result`` stored: created, it is what is checked."""
+        status, reason, message, _s = await self._answer(
+            lambda: self.api.create(RESOURCES["v1beta1"], job, self.namespace)
+        )
+        if status < 300:
+            result.name = job["metadata"]["name"]
+            return
+        outcome = classify(status, reason, message)
+        result.detail["job_refused"] = message[:1000]
+        if outcome != REJECTED_WITH_PATH:  # the job's answer is the document's
+            result.outcome, result.status = outcome, status
+            result.message = f"the runtime was stored; its short job: {message}"[:2000]
 
     async def check(self, result: Result) -> None:
         """Does the accepted job get every pod and Service it should? Then delete it."""
@@ -112,11 +183,20 @@ class Runner:
             if result.name is not None:
                 with contextlib.suppress(client.ApiError):
                     await self.api.delete(RESOURCES["v1beta1"], result.name, self.namespace)
+            await self.forget_runtimes(result)
             self.checking.release()
+
+    async def forget_runtimes(self, result: Result) -> None:
+        """Delete the runtimes the document wrote (jobs made from them keep what they took)."""
+        for name in result.runtimes:
+            with contextlib.suppress(client.ApiError):
+                await self.api.delete(client.TRAINING_RUNTIMES, name, self.namespace)
 
     async def _check(self, result: Result) -> None:
         name = result.name
         if name is None:
+            if result.family == "runtime":
+                return  # a runtime stored, whose job was refused (or it has none): nothing runs
             raise ValueError("created without a name")
         beta = RESOURCES["v1beta1"]
         try:
@@ -160,7 +240,11 @@ class Runner:
                 settling = bool(present) and (
                     len(all_ready) < len(ready) or now < max(all_ready) + self.grace
                 )
-                if not settling or now > deadline + self.timeout:
+                # Pods all Ready only lately (the nodes were full): what waits for them gets `grace`.
+                lately = (
+                    bool(all_ready) and len(all_ready) == len(ready) and now < max(all_ready) + self.grace
+                )
+                if not settling or (now > deadline + self.timeout and not lately):
                     late = (
                         f", {now - max(all_ready):.0f}s after its pods were all Ready"
                         if present and len(all_ready) == len(ready)
@@ -181,6 +265,10 @@ class Runner:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.seen.changed.wait(), 1.0)
         waiting = {p: m for p, m in self.seen.unschedulable.items() if p in pods}
+        # A pod the scheduler could not place for a while, placed but not Ready yet: still waiting.
+        waiting |= {
+            p: self.seen.waited[p] for p in pods & self.seen.waited.keys() if p not in self.seen.ready_at
+        }
         states = {p: self.seen.pod_state[p] for p in sorted(pods) if p in self.seen.pod_state}
         if waiting and why.startswith("not all there"):
             # Pods the scheduler cannot place yet (no node has what they ask for, or the nodes are
@@ -243,6 +331,8 @@ class Runner:
                 task = asyncio.create_task(self.check(result))
                 self.tasks.add(task)
                 task.add_done_callback(self.tasks.discard)
+            else:
+                await self.forget_runtimes(result)
             if self.progress and len(self.results) % 500 == 0:
                 c = collections.Counter(r.outcome for r in self.results)
                 self.progress(
@@ -280,7 +370,7 @@ async def run_async(
     checks: int = 16,
     timeout: float = 30.0,
     progress: Callable[[str], None] | None = None,
-) -> tuple[list[Result], int, list[str]]:
+) -> tuple[list[Result], int, list[str], int]:
     api = await client.Client.connect(str(kubeconfig), qps=1e6, burst=1_000_000, timeout=60)
     try:
         runner = Runner(
@@ -289,7 +379,8 @@ async def run_async(
         await runner.run(docs)
     finally:
         await api.close()  # else aiohttp warns of an unclosed connector at exit
-    return sorted(runner.results, key=lambda r: r.index), runner.alpha_lists, runner.alpha_failures
+    results = sorted(runner.results, key=lambda r: r.index)
+    return results, runner.alpha_lists, runner.alpha_failures, runner.seen.peak
 
 
 def run(
@@ -304,7 +395,7 @@ def run(
 ) -> Report:
     """Send ``docs`` into ``namespace`` of the deployment ``d``; the report."""
     started = time.perf_counter()
-    results, lists, list_failures = asyncio.run(
+    results, lists, list_failures, peak = asyncio.run(
         run_async(
             d.kubeconfig,
             namespace,
@@ -325,4 +416,5 @@ def run(
         alpha_lists=lists,
         alpha_list_failures=list_failures,
         manager_alive=d.manager.alive(),
+        peak_pods=peak,
     )

@@ -23,6 +23,9 @@ class Seen:
     def __init__(self) -> None:
         self.names: dict[str, set[str]] = {"Pod": set(), "Service": set()}
         self.unschedulable: dict[str, str] = {}  # pod name -> the scheduler's message, while Pending
+        self.waited: dict[str, str] = {}  # pod name -> the scheduler's message, if it ever was unschedulable
+        self.live: set[str] = set()  # pods in the namespace now
+        self.peak = 0  # the most pods ever in the namespace at once
         self.pod_state: dict[str, str] = {}  # pod name -> "Running, Ready" and the like, as last seen
         self.ready_at: dict[str, float] = {}  # pod name -> when it was first seen Ready (monotonic)
         self.events: dict[str, dict[str, dict[str, Any]]] = collections.defaultdict(dict)
@@ -48,8 +51,11 @@ class Seen:
                     for c in obj.get("status", {}).get("conditions", [])
                     if c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
                 ]
+                self.live.add(name)
+                self.peak = max(self.peak, len(self.live))
                 if refused:
                     self.unschedulable[name] = str(refused[0].get("message", ""))[:300]
+                    self.waited[name] = self.unschedulable[name]
                 else:
                     self.unschedulable.pop(name, None)
                 status = obj.get("status", {})
@@ -75,6 +81,8 @@ class Seen:
         def changed(kind: str, obj: dict[str, Any]) -> None:
             if kind in ("ADDED", "MODIFIED"):
                 self.note(resource.kind, obj)
+            elif kind == "DELETED" and resource.kind == "Pod":
+                self.live.discard(obj.get("metadata", {}).get("name", ""))
 
         await list_and_watch(api, resource, namespace=namespace, listed=listed, changed=changed, retry=0.5)
 
