@@ -26,7 +26,8 @@ and that decides: refused with a field named, the runtime stays ``accepted`` (co
 ``job_refused`` too: a clear error at the job's admission); refused without one, or 5xx, the
 document is classed so; created, it is checked as any accepted job is.
 
-Accepted jobs are deleted once checked, and a document's runtimes once it is done. Meanwhile a
+Accepted jobs are deleted once checked, with their pods (not left to the garbage collector, which
+falls behind), and a document's runtimes once it is done. Meanwhile a
 v1alpha1 LIST of the namespace runs every second (one bad stored object once broke every such
 list); at the end the manager's log is searched for Python tracebacks.
 """
@@ -42,6 +43,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any
 
+from kubetrain.api import naming
 from kubetrain.operator.runtime import client
 from kubetrain_bench.deployment import Deployment
 from kubetrain_bench.hostile.generator import Doc
@@ -183,6 +185,15 @@ class Runner:
             if result.name is not None:
                 with contextlib.suppress(client.ApiError):
                     await self.api.delete(RESOURCES["v1beta1"], result.name, self.namespace)
+                # Its pods too, at once: the garbage collector (20 requests a second) falls behind
+                # thousands of jobs, and their pods would fill the nodes for the jobs after them.
+                with contextlib.suppress(client.ApiError):
+                    await self.api.request(
+                        "DELETE",
+                        client.PODS,
+                        namespace=self.namespace,
+                        params={"labelSelector": f"{naming.JOB_NAME}={result.name}"},
+                    )
             await self.forget_runtimes(result)
             self.checking.release()
 
