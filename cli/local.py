@@ -66,6 +66,11 @@ def arguments(_verb: str, p: argparse.ArgumentParser) -> None:
         help="where the run keeps each replica's folders and volumes (default: .kubetrain/run)",
     )
     p.add_argument(
+        "--free-ports",
+        action="store_true",
+        help="give each replica any free port (default: its type's port plus its position: 23456, 23457, ...)",
+    )
+    p.add_argument(
         "--skip-extra-containers",
         action="store_true",
         help="leave out init containers, sidecars and second containers (default: refuse the job)",
@@ -87,7 +92,9 @@ def _run(args: argparse.Namespace) -> int:
         ready = local.prepare(
             decoded.job,
             decoded.framework,
-            local.Options(run_dir=args.run_dir, skip_extra=args.skip_extra_containers),
+            local.Options(
+                run_dir=args.run_dir, skip_extra=args.skip_extra_containers, free_ports=args.free_ports
+            ),
         )
     except local.NotRunnableError as e:
         raise errors.CommandError(str(e)) from None

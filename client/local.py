@@ -70,6 +70,7 @@ def run_local(
     namespace: str | None = None,
     run_dir: str | None = None,
     skip_extra_containers: bool = False,
+    free_ports: bool = False,
     tell: Callable[[Any], None] | None = None,
 ) -> LocalRun:
     """Run ``job`` (or the job made from ``runtime`` and the trainer's fields) on this machine
@@ -102,7 +103,9 @@ def run_local(
     decoded = _decoded(data, source, runtimes, kubeconfig, context, namespace)
     try:
         ready = local.prepare(
-            decoded.job, decoded.framework, local.Options(run_dir=run_dir, skip_extra=skip_extra_containers)
+            decoded.job,
+            decoded.framework,
+            local.Options(run_dir=run_dir, skip_extra=skip_extra_containers, free_ports=free_ports),
         )
     except local.NotRunnableError as e:
         raise errors.InvalidInput(str(e)) from None

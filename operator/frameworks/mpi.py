@@ -190,10 +190,16 @@ def slots(world: framework.World, replica: framework.Replica, container: str) ->
 
 
 def _hosts(flavour: _Flavour, world: framework.World) -> list[tuple[str, int]]:
+    """Each host that runs ranks, once, with its slots: replicas that share a host (every one of a
+    local run's, on this machine) are one line with their slots added, as Open MPI refuses a
+    host listed twice with slots."""
     ranked = [r for r in world.replicas if flavour.workers.matches(r.type)]
     if flavour.launcher_hosts_ranks:
         ranked = [*world.of_type(flavour.launcher), *ranked]
-    return [(r.host, slots(world, r, flavour.container)) for r in ranked]
+    hosts: dict[str, int] = {}
+    for r in ranked:
+        hosts[r.host] = hosts.get(r.host, 0) + slots(world, r, flavour.container)
+    return list(hosts.items())
 
 
 def _hostfile(flavour: _Flavour, world: framework.World) -> str:

@@ -9,6 +9,8 @@ on every run of a job, so that a person can tell where the master listens:
   else the framework's (PyTorch 23456, TensorFlow 2222, ...) — plus *k*; a number another
   replica has already taken moves on to the next free one. A PyTorch job of a Master and two
   Workers is reached at 127.0.0.1:23456, :23457 and :23458.
+- with ``--free-ports`` (``Options.free_ports``), each replica gets any port nothing listens on
+  when the run starts instead: for runs side by side (tests, two jobs at once).
 
 The addresses go into the render as a :class:`~kubetrain.operator.frameworks.framework.Machine`
 (:func:`addresses`): every framework's env — ``MASTER_ADDR``, ``TF_CONFIG``, the MPI hostfile,
@@ -33,17 +35,29 @@ __all__ = ["HOST", "addresses", "taken"]
 HOST = "127.0.0.1"
 
 
-def addresses(job: v1beta1.TrainingJob, fw: fw_contract.Framework) -> fw_contract.Machine:
-    """Every replica's address on this machine, by the rule above."""
+def addresses(
+    job: v1beta1.TrainingJob,
+    fw: fw_contract.Framework,
+    before: fw_contract.Machine | None = None,
+    *,
+    free: bool = False,
+) -> fw_contract.Machine:
+    """Every replica's address on this machine, by the rule above (``free``: any port nothing
+    listens on now, as ``--free-ports`` asks); a replica ``before`` placed keeps its address (a
+    job scaled up while it runs: the new replicas get the next ports)."""
+    kept = dict(before.addresses) if before is not None else {}
     given: dict[tuple[str, int], fw_contract.Address] = {}
-    used: set[int] = set()
+    used = {a.port for a in kept.values()}
     for position, r in enumerate(fw_contract.World.of(job, fw).replicas):
-        port = r.port + position
-        while port in used:
-            port += 1
-        used.add(port)
-        given[(r.type, r.index)] = fw_contract.Address(host=HOST, port=port)
-    return fw_contract.Machine(addresses=given)
+        at = kept.get((r.type, r.index))
+        if at is None:
+            port = _any_port() if free else r.port + position
+            while port in used:
+                port = _any_port() if free else port + 1
+            used.add(port)
+            at = fw_contract.Address(host=HOST, port=port)
+        given[(r.type, r.index)] = at
+    return fw_contract.Machine(addresses={**kept, **given})
 
 
 def taken(machine: fw_contract.Machine, fw: fw_contract.Framework) -> list[str]:
@@ -59,6 +73,14 @@ def taken(machine: fw_contract.Machine, fw: fw_contract.Framework) -> list[str]:
                 "plus its position)"
             )
     return found
+
+
+def _any_port() -> int:
+    """A port nothing listens on at 127.0.0.1 now, as the system hands one out."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        port: int = s.getsockname()[1]
+        return port
 
 
 def _free(port: int) -> bool:

@@ -32,7 +32,8 @@ The rules (docs/usage.md, "Try it locally"):
 - **Ranks started by a launcher.** In a framework whose launcher starts every rank (MPI's
   Launcher, Chainer's Master run ``mpirun``), the other replicas only serve ssh; on one machine
   ``mpirun`` starts every rank here, so they run no process: each is a pod that runs, ready,
-  until it is stopped (:attr:`Launch.stand_in`).
+  until it is stopped (:attr:`Launch.stand_in`). Its ranks run under the launcher, so its volumes
+  are the launcher's folders: the progress file its first rank writes is the launcher's.
 """
 
 from __future__ import annotations
@@ -131,6 +132,11 @@ def launch(
         else:
             problems.append(f"{line} (remove it, or pass --skip-extra-containers to leave it out)")
     pod_root = root / "pods" / meta["name"]
+    launcher = fw.rank_launcher
+    stand_in = launcher is not None and not _matches(labels.get(naming.REPLICA_TYPE, ""), launcher)
+    # A stand-in's ranks run under its launcher's mpirun: its volumes are the launcher's (the
+    # progress file its first rank writes, which the agent of the stand-in reads).
+    volumes_root = _launcher_root(root, meta, launcher, spelled) if stand_in and launcher else pod_root
     fields = {
         "metadata.name": meta["name"],
         "metadata.namespace": meta.get("namespace") or "default",
@@ -141,14 +147,14 @@ def launch(
         **{f"metadata.labels['{k}']": v for k, v in labels.items()},
         **{f"metadata.annotations['{k}']": v for k, v in (meta.get("annotations") or {}).items()},
     }
-    mounts, files, empty, folders = _volumes(who, spec, main, objects, root, pod_root, fields, problems)
+    mounts, files, empty, folders = _volumes(who, spec, main, objects, root, volumes_root, fields, problems)
+    if stand_in:
+        folders, empty, files = [*folders, *empty], [], []  # the launcher's own, made with it
     own: dict[str, str] = {}
     for var in main.get("env") or []:
         value = _value(who, var, fields, own, problems)
         if value is not None:
             own[var["name"]] = _local(value, mounts)
-    launcher = fw.rank_launcher
-    stand_in = launcher is not None and not _matches(labels.get(naming.REPLICA_TYPE, ""), launcher)
     argv: tuple[str, ...] = ()
     if not stand_in:
         words = [*(main.get("command") or []), *(main.get("args") or [])]
@@ -201,6 +207,15 @@ def launch(
 
 def _matches(lower: str, pattern: str) -> bool:
     return fw_contract.ReplicaType(name=pattern).matches(lower)
+
+
+def _launcher_root(
+    root: pathlib.Path, meta: Mapping[str, Any], launcher: str, spelled: Mapping[str, str] | None
+) -> pathlib.Path:
+    """The folder of the job's rank launcher's pod (index 0 of the type ``launcher`` names)."""
+    job = (meta.get("labels") or {}).get(naming.JOB_NAME, "")
+    key = next((k for k in (spelled or {}).values() if _matches(k.lower(), launcher)), launcher)
+    return root / "pods" / naming.replica_name(job, key, 0)
 
 
 def _others(spec: Object, main: Object) -> list[tuple[str, Object]]:

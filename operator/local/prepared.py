@@ -39,13 +39,15 @@ SCHEDULER = attrs.evolve(backend.NONE, own_queues=True)
 @attrs.frozen(kw_only=True)
 class Options:
     """How to run: where (``cwd``, the run directory ``run_dir``, default ``.kubetrain/run``
-    under ``cwd``), in which environment (default: this process's), and whether containers other
-    than the main one are left out (else refused)."""
+    under ``cwd``), in which environment (default: this process's), whether containers other
+    than the main one are left out (else refused), and whether replicas get any free ports
+    instead of their type's port plus their position (:mod:`.machine`)."""
 
     cwd: str = attrs.field(factory=os.getcwd)
     run_dir: str | None = None
     environ: Mapping[str, str] | None = None
     skip_extra: bool = False
+    free_ports: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -65,9 +67,9 @@ class Prepared:
         self, job: v1beta1.TrainingJob, pods: Collection[tuple[str, int]] | None = None
     ) -> list[plan.Launch]:
         """The launches of ``pods`` (every pod: None) of ``job`` as its status stands now."""
-        objects = render.render(
-            job, self.fw, SCHEDULER, pods=pods, with_tensorboard=False, machine=self.machine
-        )
+        # Replicas a scale-up added get addresses of their own; the others keep theirs.
+        machine = machine_.addresses(job, self.fw, self.machine, free=self.options.free_ports)
+        objects = render.render(job, self.fw, SCHEDULER, pods=pods, with_tensorboard=False, machine=machine)
         spelled = {k.lower(): k for k in job.spec.replica_specs}
         out: list[plan.Launch] = []
         refused: list[str] = []
@@ -96,7 +98,7 @@ def prepare(job: v1beta1.TrainingJob, fw: fw_contract.Framework, options: Option
     """``job`` ready to run here; :class:`~.plan.NotRunnableError` with every reason it cannot."""
     options = options or Options()
     base = pathlib.Path(options.cwd) / (options.run_dir or RUN_DIR)
-    machine = machine_.addresses(job, fw)
+    machine = machine_.addresses(job, fw, free=options.free_ports)
     prepared = Prepared(job=job, fw=fw, machine=machine, root=plan.run_dir(base, job), options=options)
     problems: list[str] = []
     launches: list[plan.Launch] = []

@@ -42,6 +42,8 @@ class Outcome:
     job: v1beta1.TrainingJob
     # The pods as the job's end found them (or Ctrl-C), before the run stopped what still ran.
     pods: tuple[observed.Pod, ...] = ()
+    # Every pod the run stopped or made again, as it ended (their exit codes, their restarts).
+    gone: tuple[observed.Pod, ...] = ()
     stopped: bool = False  # by Ctrl-C (or ``stopping``)
 
     @property
@@ -68,11 +70,14 @@ def run(
     stopping: Callable[[], bool] = lambda: False,
     start: processes.Start = processes.Process,
     poll: float = POLL_SECONDS,
+    change: Callable[[v1beta1.TrainingJob], v1beta1.TrainingJob] | None = None,
 ) -> Outcome:
     """Run the prepared job until it has finished (or is stopped); every line, state change and
     Event is told to ``tell``. ``stopping`` is asked every pass: True stops the run as Ctrl-C does.
     ``start`` starts a process, ``poll`` is the longest wait between two passes (the unit tests
-    give fakes)."""
+    give fakes). ``change`` is what someone does to the job while it runs, as ``kubectl scale`` or
+    an edit would: asked every pass, it returns the job, its spec changed or not (a change is a new
+    generation)."""
     for w in ready.warnings:
         tell(said.Warned(text=w))
     job = _local(ready.job, clock())
@@ -87,6 +92,8 @@ def run(
         while True:
             pods.sync()
             _drain(lines, tell, 0)
+            if change is not None:
+                job = _changed(job, change(job))
             inp = observe.observe(
                 job,
                 ready.fw,
@@ -105,7 +112,7 @@ def run(
             if progress.finished(job.status):
                 pods.stop(kill=False)
                 _wait(pods, lines, tell, poll)
-                return Outcome(job=job, pods=last)
+                return Outcome(job=job, pods=last, gone=tuple(pods.gone()))
             if stopping():
                 raise KeyboardInterrupt
             _drain(lines, tell, poll)
@@ -119,7 +126,7 @@ def run(
             tell(said.Warned(text="killing every replica"))
             pods.stop(kill=True)
             _wait(pods, lines, tell, poll)
-        return Outcome(job=job, pods=last, stopped=True)
+        return Outcome(job=job, pods=last, gone=tuple(pods.gone()), stopped=True)
     finally:
         pods.stop(kill=True)
 
@@ -137,6 +144,14 @@ def _local(job: v1beta1.TrainingJob, now: datetime.datetime) -> v1beta1.Training
             generation=md.generation or 1,
         ),
     )
+
+
+def _changed(job: v1beta1.TrainingJob, changed: v1beta1.TrainingJob) -> v1beta1.TrainingJob:
+    """``changed``'s spec stored over ``job``: a new generation if it differs."""
+    if changed.spec == job.spec:
+        return job
+    md = attrs.evolve(job.metadata, generation=(job.metadata.generation or 1) + 1)
+    return attrs.evolve(job, metadata=md, spec=changed.spec)
 
 
 def _reading(

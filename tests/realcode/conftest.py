@@ -1,8 +1,9 @@
 """The realcode tier: real framework code meets at the rendezvous that kubetrain's env describes.
 
-Each test renders a job, runs every replica as a local process with exactly the env and
-files its Pod would get (see :mod:`testkit.replicas`), and checks what the framework
-computed. The frameworks are dependencies of this tier, installed by `make realcode-deps`
+Each test runs a job through the product's local runner (``kubetrain run --local``, through
+:mod:`testkit.localrun`): every replica a local process with exactly the env and files its Pod
+would get, 127.0.0.1 and a port of its own, on the operator's own decisions; and checks what the
+framework computed. The frameworks are dependencies of this tier, installed by `make realcode-deps`
 (`make test` runs it): a missing one fails the test that needs it, it is never skipped.
 """
 
@@ -12,11 +13,9 @@ import importlib.metadata
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from testkit import replicas
 
 # What `make realcode-deps` installs (pyproject's `realcode` extra, and Debian's packages).
 PYTHON_PACKAGES = ("torch", "jax", "jaxlib", "tensorflow-cpu")
@@ -69,13 +68,6 @@ def require_program(name: str) -> str:
     return path
 
 
-@pytest.fixture
-def processes() -> Iterator[replicas.Processes]:
-    """Processes for one test; any still running at its end are killed."""
-    with replicas.Processes() as procs:
-        yield procs
-
-
 @pytest.fixture(scope="session")
 def torch_version() -> str:
     return require_package("torch")
@@ -100,13 +92,3 @@ def mpirun() -> str:
 @pytest.fixture(scope="session")
 def mpicc() -> str:
     return require_program("mpicc")
-
-
-@pytest.fixture(scope="session")
-def sshd() -> str:
-    return require_program("sshd")
-
-
-@pytest.fixture(scope="session")
-def ssh() -> str:
-    return require_program("ssh")

@@ -1,22 +1,21 @@
 """JAX: jax.distributed.initialize across the Workers, then a psum over every process's device.
 
 Each process contributes ``process_index + 1``: the sum is ``n (n + 1) / 2`` on every
-process only if all ``n`` met at Worker 0's coordinator, each with its own id.
+process only if all ``n`` met at Worker 0's coordinator, each with its own id. The Workers run
+through the local runner (:mod:`testkit.localrun`).
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from testkit import replicas
+from testkit import localrun
 from testkit.builders import a_job
 
-from kubetrain.operator import render
-from kubetrain.operator.frameworks import jax as jax_plugin
+from kubetrain.api import v1beta1
 
 TIMEOUT = 120.0
 WORKERS = 2
@@ -56,28 +55,29 @@ INIT = {
 IMAGE_ENV = {"JAX_PLATFORMS": "cpu"}
 
 
-def run(init: str, processes: replicas.Processes, workdir: Path) -> list[dict[str, Any]]:
-    job = a_job("jx").framework("jax").replicas("Worker", WORKERS).build()
-    local = replicas.localize(render.render(job, jax_plugin.FRAMEWORK), container="jax", workdir=workdir)
-    for r in local.replicas:
-        program = r.root / "train.py"
-        program.write_text(PROGRAM.format(init=INIT[init]))
-        processes.start(r, [sys.executable, "-P", str(program)], extra=IMAGE_ENV)
-    finished = processes.wait(TIMEOUT)
+def run(init: str, workdir: Path, expect: v1beta1.JobState = v1beta1.JobState.SUCCEEDED) -> localrun.Ran:
+    program = workdir / "train.py"
+    program.write_text(PROGRAM.format(init=INIT[init]))
+    command = [sys.executable, "-P", str(program)]
+    tmpl = localrun.with_command("jax", command, IMAGE_ENV)
+    job = localrun.everything_succeeds(
+        a_job("jx").framework("jax").replicas("Worker", WORKERS, tmpl=tmpl).build()
+    )
+    return localrun.run(job, workdir, timeout=TIMEOUT, expect=expect)
+
+
+def results(ran: localrun.Ran) -> list[dict[str, Any]]:
     outs = []
-    for f in finished:
-        (line,) = [ln for ln in f.stdout.splitlines() if ln.startswith("{")]
-        out = json.loads(line)
-        assert out["index"] == int(f.replica.env["JAX_PROCESS_ID"]) == f.replica.index
+    for launch in ran.launches.values():
+        (out,) = ran.json(launch.replica)
+        assert out["index"] == int(launch.env["JAX_PROCESS_ID"]) == launch.index
         outs.append(out)
     return outs
 
 
 @pytest.mark.parametrize("init", ["JAX_*", "COORDINATOR_*"])
-def test_distributed_initialize_and_psum(
-    init: str, jax_version: str, processes: replicas.Processes, tmp_path: Path
-) -> None:
-    outs = run(init, processes, tmp_path)
+def test_distributed_initialize_and_psum(init: str, jax_version: str, tmp_path: Path) -> None:
+    outs = results(run(init, tmp_path))
 
     assert sorted(o["index"] for o in outs) == list(range(WORKERS))
     for o in outs:
@@ -86,13 +86,11 @@ def test_distributed_initialize_and_psum(
         assert o["sum"] == sum(range(1, WORKERS + 1))
 
 
-def test_distributed_initialize_without_arguments_is_not_enough(
-    jax_version: str, processes: replicas.Processes, tmp_path: Path
-) -> None:
+def test_distributed_initialize_without_arguments_is_not_enough(jax_version: str, tmp_path: Path) -> None:
     """JAX reads JAX_COORDINATOR_ADDRESS itself, but not JAX_NUM_PROCESSES nor JAX_PROCESS_ID.
 
     Outside a cluster JAX detects (Slurm, Open MPI, a JobSet or Indexed Job), the program
     must pass the count and the id, as both calls above do.
     """
-    with pytest.raises(replicas.ReplicaError, match="Number of processes must be defined"):
-        run("bare", processes, tmp_path)
+    ran = run("bare", tmp_path, expect=v1beta1.JobState.FAILED)
+    assert any("Number of processes must be defined" in line for line in ran.lines())

@@ -1,41 +1,27 @@
-"""MPI: the Launcher's mpirun reads the generated hostfile and reaches the Workers over ssh.
+"""MPI: the Launcher's mpirun reads the generated hostfile and starts every rank on this machine.
 
-As in a cluster: each Worker runs sshd that trusts the job's Secret (its
-``authorized_keys``); the Launcher runs ``mpirun`` without ``--hostfile`` — Open MPI finds
-the hostfile through ``OMPI_MCA_orte_default_hostfile`` and starts its daemons with
-``OMPI_MCA_plm_rsh_agent=ssh``, using the Secret's key and ssh config — and a real MPI
-program all-reduces across every slot of the hostfile (1 or 2 ranks on each Worker).
-
-Only what a pod's filesystem and network would give is supplied: the Launcher's ``ssh`` is
-wrapped to read the Secret's files from their local directory (in a pod they are
-``~/.ssh``) and to reach sshd at the port standing in for 22; each Worker's sshd gives
-its sessions a shared-memory directory of their own (a pod's /dev/shm); Open MPI's
-traffic is kept on lo (see LOOPBACK).
+A local run (:mod:`testkit.localrun`) puts every replica on this machine: the hostfile names
+127.0.0.1 once, with every Worker's slots, and the Launcher runs ``mpirun`` without
+``--hostfile`` — Open MPI finds the hostfile through ``OMPI_MCA_orte_default_hostfile``, in the
+folder kubetrain's ConfigMap is written to — and starts every rank here: on one machine it needs
+no ssh, so the Workers, which only serve ssh (``sshd -De`` in the sample), run no process: each
+is a pod that runs until stopped. A real MPI program all-reduces across every slot (1 or 2 ranks
+for each Worker). mpirun reaching Workers over ssh with the job's Secret is shown on real nodes
+(tests/node/test_training.py).
 """
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
-from testkit import replicas
+from testkit import localrun
 from testkit.builders import a_job
-
-from kubetrain.operator import render
-from kubetrain.operator.frameworks import mpi
 
 TIMEOUT = 120.0
 WORKERS = 2
-# Pods talk over eth0, which is why the Launcher's env excludes lo; here every replica is on
-# lo, so Open MPI's traffic (ranks and daemons) is kept there instead.
-LOOPBACK: dict[str, str | None] = {
-    "OMPI_MCA_btl_tcp_if_exclude": None,
-    "OMPI_MCA_btl_tcp_if_include": "lo",
-    "OMPI_MCA_oob_tcp_if_include": "lo",
-}
 
 PROGRAM = r"""
 #include <mpi.h>
@@ -55,84 +41,14 @@ int main(int argc, char **argv) {
 """
 
 
-def sshd_argv(sshd: str, worker: replicas.Replica, port: int) -> list[str]:
-    """sshd as a Worker runs it (``sshd -De``), reading what the pod's ~/.ssh would hold."""
-    host_key = worker.root / "ssh_host_ed25519_key"
-    # Each pod has a /dev/shm of its own; here the Workers share the machine's, and Open MPI
-    # names its shared-memory segments by host name (the machine's, for every Worker).
-    shm = worker.root / "dev-shm"
-    shm.mkdir()
-    subprocess.run(
-        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host_key)], check=True, timeout=60
-    )
-    return [
-        sshd,
-        "-D",
-        "-e",
-        "-f",
-        "/dev/null",
-        "-h",
-        str(host_key),
-        "-o",
-        f"ListenAddress={worker.address}:{port}",
-        "-o",
-        f"AuthorizedKeysFile={worker.file('/root/.ssh/authorized_keys')}",
-        # The Secret's files are links into its volume in a pod; here they are in a temp dir.
-        "-o",
-        "StrictModes=no",
-        "-o",
-        "PasswordAuthentication=no",
-        "-o",
-        "UsePAM=no",
-        "-o",
-        "PidFile=none",
-        "-o",
-        f"SetEnv=OMPI_MCA_btl_vader_backing_directory={shm}",
-    ]
-
-
-def ssh_wrapper(ssh: str, launcher: replicas.Replica, port: int) -> Path:
-    """An ``ssh`` first on the Launcher's PATH: the real one, with the pod's ~/.ssh and port."""
-    bin_dir = launcher.root / "bin"
-    bin_dir.mkdir()
-    wrapper = bin_dir / "ssh"
-    config, key = launcher.file("/root/.ssh/config"), launcher.file("/root/.ssh/id_ed25519")
-    wrapper.write_text(f'#!/bin/sh\nexec {ssh} -F {config} -i {key} -o IdentitiesOnly=yes -p {port} "$@"\n')
-    wrapper.chmod(0o755)
-    return bin_dir
-
-
 @pytest.mark.parametrize("slots", [1, 2], ids=["1-slot", "2-slots"])
-def test_mpirun_uses_hostfile_and_ssh_secret(
-    slots: int, mpirun: str, mpicc: str, sshd: str, ssh: str, processes: replicas.Processes, tmp_path: Path
+def test_mpirun_uses_the_hostfile_and_starts_every_rank(
+    slots: int, mpirun: str, mpicc: str, tmp_path: Path
 ) -> None:
-    if os.geteuid() != 0:
-        pytest.fail("sshd must run as root, as it does in the Workers", pytrace=False)
-    Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege-separation directory, as the sample makes
     program = tmp_path / "ranks"
     source = tmp_path / "ranks.c"
     source.write_text(PROGRAM)
     subprocess.run([mpicc, "-o", str(program), str(source)], check=True, timeout=60)
-
-    options = {"slotsPerWorker": slots} if slots > 1 else None
-    job = (
-        a_job("hv")
-        .framework("mpi", options=options)
-        .replicas("Launcher", 1)
-        .replicas("Worker", WORKERS)
-        .build()
-    )
-    local = replicas.localize(render.render(job, mpi.FRAMEWORK), container="mpi", workdir=tmp_path / "pods")
-    port = local.ports[mpi.SSH_PORT]
-    launcher, workers = local.one("Launcher"), local.of_type("Worker")
-    hostfile = Path(launcher.env["OMPI_MCA_orte_default_hostfile"]).read_text()
-    assert hostfile == "".join(f"{w.address} slots={slots}\n" for w in workers)
-
-    for w in workers:
-        processes.start(w, sshd_argv(sshd, w, port), daemon=True)
-    for w in workers:  # the Launcher starts once every Worker is Ready (sshd listening)
-        replicas.wait_listening(w.address, port)
-    bin_dir = ssh_wrapper(ssh, launcher, port)
     ranks = WORKERS * slots
     # The command of samples/v1beta1/mpi-horovod.yaml: no --hostfile, the env names it.
     argv = [
@@ -146,12 +62,23 @@ def test_mpirun_uses_hostfile_and_ssh_secret(
         "slot",
         str(program),
     ]
-    path = f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"
-    processes.start(launcher, argv, extra={"PATH": path, **LOOPBACK})
-    (finished,) = processes.wait(TIMEOUT)
+    sshd = ["/bin/sh", "-c", "mkdir -p /run/sshd && exec /usr/sbin/sshd -De"]
+    options = {"slotsPerWorker": slots} if slots > 1 else None
+    job = (
+        a_job("hv")
+        .framework("mpi", options=options)
+        .replicas("Launcher", 1, tmpl=localrun.with_command("mpi", argv))
+        .replicas("Worker", WORKERS, tmpl=localrun.with_command("mpi", sshd))
+        .build()
+    )
 
-    lines = sorted(re.findall(r"rank \d+ of \d+ sum \d+", finished.stdout))
+    ran = localrun.run(job, tmp_path, timeout=TIMEOUT)
+
+    launcher = ran.launches["hv-launcher-0"]
+    hostfile = Path(launcher.env["OMPI_MCA_orte_default_hostfile"])
+    assert hostfile.is_relative_to(tmp_path)
+    assert hostfile.read_text() == f"127.0.0.1 slots={ranks}\n"  # this machine once, every slot
+    lines = sorted(re.findall(r"rank \d+ of \d+ sum \d+", "\n".join(ran.lines("launcher-0"))))
     assert lines == sorted(f"rank {r} of {ranks} sum {sum(range(1, ranks + 1))}" for r in range(ranks))
-    # Every Worker's sshd let the Launcher in with the Secret's key: the ranks ran there.
-    for out in processes.outputs(daemons=True):
-        assert "Accepted publickey for root" in out.stderr, out.stderr
+    assert all(ran.launches[f"hv-worker-{i}"].stand_in for i in range(WORKERS))
+    assert ran.lines("worker-0") == []  # no sshd ran: mpirun needs none on one machine

@@ -1,19 +1,19 @@
 """PyTorch: gloo's all_reduce across the replicas, through MASTER_ADDR/RANK and through torchrun's PET_*.
 
 Every replica adds ``rank + 1``: the sum on every rank is ``n (n + 1) / 2`` only if all
-``n`` processes met at the master's address, each with its own rank.
+``n`` processes met at the master's address, each with its own rank. The replicas run through
+the local runner (:mod:`testkit.localrun`): each with its pod's env, at 127.0.0.1 and a port of
+its own.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-from testkit import replicas
-from testkit.builders import a_job
+from testkit import localrun
+from testkit.builders import JobBuilder, a_job
 
 from kubetrain.api import v1beta1
 from kubetrain.operator import render
@@ -42,23 +42,21 @@ dist.destroy_process_group()
 """
 
 
-def local_job(job: v1beta1.TrainingJob, workdir: Path) -> replicas.LocalJob:
-    return replicas.localize(render.render(job, pytorch.FRAMEWORK), container="pytorch", workdir=workdir)
-
-
-def script(replica: replicas.Replica) -> str:
-    path = replica.root / "train.py"
+def script(workdir: Path) -> str:
+    path = workdir / "train.py"
     path.write_text(ALL_REDUCE)
     return str(path)
 
 
-def results(finished: list[replicas.Finished]) -> list[dict[str, Any]]:
-    """Every JSON line the processes printed (torchrun's workers print one each)."""
-    return [json.loads(line) for f in finished for line in f.stdout.splitlines() if line.startswith("{")]
-
-
 def torchrun() -> str:
     return str(Path(sys.executable).with_name("torchrun"))
+
+
+def replicas(builder: JobBuilder, counts: dict[str, int], command: list[str]) -> v1beta1.TrainingJob:
+    for t, n in counts.items():
+        if n:
+            builder = builder.replicas(t, n, tmpl=localrun.with_command("pytorch", command, IMAGE_ENV))
+    return localrun.everything_succeeds(builder.build())
 
 
 @pytest.mark.parametrize(
@@ -67,102 +65,92 @@ def torchrun() -> str:
     ids=["master-and-workers", "workers-only", "per-job-host-names"],
 )
 def test_all_reduce_through_master_addr_and_rank(
-    masters: int,
-    host_names: v1beta1.HostNames,
-    torch_version: str,
-    processes: replicas.Processes,
-    tmp_path: Path,
+    masters: int, host_names: v1beta1.HostNames, torch_version: str, tmp_path: Path
 ) -> None:
     builder = a_job("tj").framework("pytorch").with_spec(network=v1beta1.NetworkSpec(host_names=host_names))
-    if masters:
-        builder = builder.replicas("Master", masters)
-    job = builder.replicas("Worker", 3 - masters).build()
-    local = local_job(job, tmp_path)
+    job = replicas(
+        builder, {"Master": masters, "Worker": 3 - masters}, [sys.executable, "-P", script(tmp_path)]
+    )
     master = f"tj-{'master' if masters else 'worker'}-0"
     per_job = host_names is v1beta1.HostNames.PER_JOB
-    # MASTER_ADDR's name is one the job's own Services make resolvable (here: a loopback address).
-    assert (f"{master}.tj.default.svc" if per_job else f"{master}.default.svc") in local.hosts
+    # In a cluster MASTER_ADDR names the master by a name the job's own Services make resolvable;
+    # here it is this machine.
+    in_cluster = render.render(job, pytorch.FRAMEWORK)
+    (addr,) = {
+        e["value"]
+        for o in in_cluster
+        if o["kind"] == "Pod"
+        for e in o["spec"]["containers"][0]["env"]
+        if e["name"] == "MASTER_ADDR"
+    }
+    assert addr == (f"{master}.tj.default.svc" if per_job else f"{master}.default.svc")
+    services = {o["metadata"]["name"] for o in in_cluster if o["kind"] == "Service"}
+    assert ("tj" if per_job else master) in services
 
-    for r in local.replicas:
-        processes.start(r, [sys.executable, "-P", script(r)], extra=IMAGE_ENV)
-    finished = processes.wait(TIMEOUT)
+    ran = localrun.run(job, tmp_path, timeout=TIMEOUT)
 
-    for f in finished:
-        (out,) = results([f])
-        assert out["rank"] == int(f.replica.env["RANK"])
+    for launch in ran.launches.values():
+        (out,) = ran.json(launch.replica)
+        assert out["rank"] == int(launch.env["RANK"])
         assert out["world"] == 3
         assert out["sum"] == 1 + 2 + 3
-    assert sorted(out["rank"] for out in results(finished)) == [0, 1, 2]
-    assert local.replicas[0].env["RANK"] == "0"  # the Master, else Worker 0, is rank 0
+        assert launch.env["MASTER_ADDR"] == "127.0.0.1"
+    assert sorted(out["rank"] for out in ran.json()) == [0, 1, 2]
+    assert ran.env(master)["RANK"] == "0"  # the Master, else Worker 0, is rank 0
 
 
-def test_all_reduce_through_torchrun_pet_env(
-    torch_version: str, processes: replicas.Processes, tmp_path: Path
-) -> None:
-    job = a_job("tr").framework("pytorch").replicas("Master", 1).replicas("Worker", 2).build()
-    local = local_job(job, tmp_path)
-
+def test_all_reduce_through_torchrun_pet_env(torch_version: str, tmp_path: Path) -> None:
     # torchrun takes every setting from PET_*: no flags, as in samples/v1beta1/pytorch-ddp.yaml.
-    for r in local.replicas:
-        processes.start(r, [torchrun(), script(r)], extra=IMAGE_ENV)
-    finished = processes.wait(TIMEOUT)
+    job = replicas(
+        a_job("tr").framework("pytorch"), {"Master": 1, "Worker": 2}, [torchrun(), script(tmp_path)]
+    )
 
-    outs = results(finished)
+    ran = localrun.run(job, tmp_path, timeout=TIMEOUT)
+
+    outs = ran.json()
     assert sorted(o["rank"] for o in outs) == [0, 1, 2]
     assert all(o["world"] == 3 and o["sum"] == 6 for o in outs)
-    for f in finished:
-        (out,) = results([f])
+    for launch in ran.launches.values():
+        (out,) = ran.json(launch.replica)
         # One process per node: the node rank torchrun used is the one kubetrain gave.
-        assert out["env"]["GROUP_RANK"] == f.replica.env["PET_NODE_RANK"]
-        assert out["rank"] == int(f.replica.env["RANK"])
+        assert out["env"]["GROUP_RANK"] == launch.env["PET_NODE_RANK"]
+        assert out["rank"] == int(launch.env["RANK"])
 
 
-def test_all_reduce_through_torchrun_two_processes_per_node(
-    torch_version: str, processes: replicas.Processes, tmp_path: Path
-) -> None:
-    job = (
-        a_job("np")
-        .framework("pytorch", pytorch=v1beta1.PyTorchOptions(nproc_per_node="2"))
-        .replicas("Master", 1)
-        .replicas("Worker", 1)
-        .build()
-    )
-    local = local_job(job, tmp_path)
+def test_all_reduce_through_torchrun_two_processes_per_node(torch_version: str, tmp_path: Path) -> None:
+    builder = a_job("np").framework("pytorch", pytorch=v1beta1.PyTorchOptions(nproc_per_node="2"))
+    job = replicas(builder, {"Master": 1, "Worker": 1}, [torchrun(), script(tmp_path)])
 
-    for r in local.replicas:
-        processes.start(r, [torchrun(), script(r)], extra=IMAGE_ENV)
-    finished = processes.wait(TIMEOUT)
+    ran = localrun.run(job, tmp_path, timeout=TIMEOUT)
 
-    outs = results(finished)
+    outs = ran.json()
     assert sorted(o["rank"] for o in outs) == [0, 1, 2, 3]
     assert all(o["world"] == 4 and o["sum"] == 1 + 2 + 3 + 4 for o in outs)
-    for f in finished:
-        node_outs = results([f])
-        assert {o["env"]["GROUP_RANK"] for o in node_outs} == {f.replica.env["PET_NODE_RANK"]}
+    for launch in ran.launches.values():
+        node_outs = ran.json(launch.replica)
+        assert {o["env"]["GROUP_RANK"] for o in node_outs} == {launch.env["PET_NODE_RANK"]}
         # kubetrain's RANK and WORLD_SIZE are the node's first global rank and the world.
-        assert min(o["rank"] for o in node_outs) == int(f.replica.env["RANK"])
-        assert f.replica.env["WORLD_SIZE"] == "4"
+        assert min(o["rank"] for o in node_outs) == int(launch.env["RANK"])
+        assert launch.env["WORLD_SIZE"] == "4"
 
 
-def test_all_reduce_through_torchrun_elastic_c10d_rendezvous(
-    torch_version: str, processes: replicas.Processes, tmp_path: Path
-) -> None:
+def test_all_reduce_through_torchrun_elastic_c10d_rendezvous(torch_version: str, tmp_path: Path) -> None:
     elastic = v1beta1.ElasticPolicy(min_replicas=3, max_replicas=3, max_restarts=0)
-    job = (
-        a_job("el")
-        .uid("0f1e2d3c")
-        .framework("pytorch", pytorch=v1beta1.PyTorchOptions(elastic=elastic))
-        .replicas("Worker", 3)
-        .build()
+    builder = (
+        a_job("el").uid("0f1e2d3c").framework("pytorch", pytorch=v1beta1.PyTorchOptions(elastic=elastic))
     )
-    local = local_job(job, tmp_path)
-    assert local.one("Worker").env["PET_RDZV_BACKEND"] == "c10d"
+    job = replicas(builder, {"Worker": 3}, [torchrun(), script(tmp_path)])
 
-    for r in local.replicas:
-        processes.start(r, [torchrun(), script(r)], extra=IMAGE_ENV)
-    finished = processes.wait(TIMEOUT)
+    ran = localrun.run(job, tmp_path, timeout=TIMEOUT)
 
-    outs = results(finished)
+    assert ran.env("el-worker-0")["PET_RDZV_BACKEND"] == "c10d"
+    # On one machine Worker 0 alone serves the rendezvous store, as its pod does in a cluster.
+    assert [ran.env(f"el-worker-{i}")["PET_RDZV_CONF"] for i in range(3)] == [
+        "is_host=true",
+        "is_host=false",
+        "is_host=false",
+    ]
+    outs = ran.json()
     assert sorted(o["rank"] for o in outs) == [0, 1, 2]
     assert all(o["world"] == 3 and o["sum"] == 6 for o in outs)
     assert {o["env"]["TORCHELASTIC_RUN_ID"] for o in outs} == {"0f1e2d3c"}

@@ -2,7 +2,8 @@
 
 TFConfigClusterResolver is what every tf.distribute strategy builds its cluster from;
 MultiWorkerMirroredStrategy then starts a gRPC server per replica from the same
-TF_CONFIG and all-reduces across them.
+TF_CONFIG and all-reduces across them. The replicas run through the local runner
+(:mod:`testkit.localrun`), each at 127.0.0.1 and a port of its own.
 """
 
 from __future__ import annotations
@@ -12,12 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from testkit import replicas
+from testkit import localrun
 from testkit.builders import a_job
 
-from kubetrain.api import v1beta1
-from kubetrain.operator import render
-from kubetrain.operator.frameworks import tensorflow
+from kubetrain.operator import local
 
 TIMEOUT = 120.0
 IMAGE_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
@@ -51,57 +50,49 @@ print(json.dumps({"task_type": r.task_type, "task_id": r.task_id,
 
 
 def run(
-    job: v1beta1.TrainingJob, program: str, processes: replicas.Processes, workdir: Path
-) -> tuple[replicas.LocalJob, list[tuple[replicas.Replica, Any]]]:
-    local = replicas.localize(
-        render.render(job, tensorflow.FRAMEWORK), container="tensorflow", workdir=workdir
-    )
-    for r in local.replicas:
-        path = r.root / "train.py"
-        path.write_text(program)
-        processes.start(r, [sys.executable, "-P", str(path)], extra=IMAGE_ENV)
-    finished = processes.wait(TIMEOUT)
+    counts: dict[str, int], program: str, workdir: Path, ports: dict[str, int] | None = None
+) -> tuple[localrun.Ran, list[tuple[local.Launch, Any]]]:
+    path = workdir / "train.py"
+    path.write_text(program)
+    tmpl = localrun.with_command("tensorflow", [sys.executable, "-P", str(path)], IMAGE_ENV)
+    builder = a_job(NAME).framework("tensorflow")
+    for t, n in counts.items():
+        builder = builder.replicas(t, n, tmpl=tmpl, **({"port": ports[t]} if ports and t in ports else {}))
+    ran = localrun.run(localrun.everything_succeeds(builder.build()), workdir, timeout=TIMEOUT)
     outs = []
-    for f in finished:
-        (line,) = [ln for ln in f.stdout.splitlines() if ln.startswith("{")]
-        outs.append((f.replica, json.loads(line)))
-    return local, outs
+    for launch in ran.launches.values():
+        (line,) = [ln for ln in ran.lines(launch.replica) if ln.startswith("{")]
+        outs.append((launch, json.loads(line)))
+    return ran, outs
 
 
-def test_cluster_resolver_reads_tf_config(
-    tensorflow_version: str, processes: replicas.Processes, tmp_path: Path
-) -> None:
-    job = (
-        a_job("tf")
-        .framework("tensorflow")
-        .replicas("Chief", 1)
-        .replicas("Worker", 2)
-        .replicas("PS", 1)
-        .replicas("Evaluator", 1)
-        .build()
-    )
-    local, outs = run(job, RESOLVE, processes, tmp_path)
+NAME = "tf"
 
-    address = {r.name: f"{r.address}:{local.ports[tensorflow.FRAMEWORK.port]}" for r in local.replicas}
+
+def test_cluster_resolver_reads_tf_config(tensorflow_version: str, tmp_path: Path) -> None:
+    counts = {"Chief": 1, "Worker": 2, "PS": 1, "Evaluator": 1}
+    ran, outs = run(counts, RESOLVE, tmp_path)
+
+    # Each replica at 127.0.0.1 and a port of its own.
+    address = ran.addresses
+    assert len(set(address.values())) == len(address)
+    assert {a.split(":")[0] for a in address.values()} == {"127.0.0.1"}
     expected = {
         "chief": [address["tf-chief-0"]],
         "worker": [address["tf-worker-0"], address["tf-worker-1"]],
         "ps": [address["tf-ps-0"]],
     }
-    for replica, out in outs:
+    for launch, out in outs:
         assert out["cluster"] == expected  # the evaluator is no member of the training cluster
-        assert (out["task_type"], out["task_id"]) == (replica.type, replica.index)
-        if replica.type != "evaluator":
-            assert out["master"] == address[replica.name]  # each task finds its own address
+        assert (out["task_type"], out["task_id"]) == (launch.replica_type, launch.index)
+        if launch.replica_type != "evaluator":
+            assert out["master"] == address[launch.pod]  # each task finds its own address
 
 
-def test_multi_worker_mirrored_all_reduce(
-    tensorflow_version: str, processes: replicas.Processes, tmp_path: Path
-) -> None:
-    # Each gRPC server listens on its port at every address, so the two replicas get two
-    # ports (replicaSpecs[].port) as they would share none here.
-    job = a_job("mw").framework("tensorflow").replicas("Chief", 1).replicas("Worker", 1, port=2223).build()
-    _, outs = run(job, ALL_REDUCE, processes, tmp_path)
+def test_multi_worker_mirrored_all_reduce(tensorflow_version: str, tmp_path: Path) -> None:
+    # Each gRPC server listens on its port at every address: on one machine every replica has a
+    # port of its own (its type's, plus its position).
+    _, outs = run({"Chief": 1, "Worker": 1}, ALL_REDUCE, tmp_path, ports={"Worker": 2223})
 
     assert sorted((o["task_type"], o["task_id"]) for _, o in outs) == [("chief", 0), ("worker", 0)]
     for _, out in outs:
@@ -109,13 +100,10 @@ def test_multi_worker_mirrored_all_reduce(
         assert out["sum"] == 1 + 2
 
 
-def test_multi_worker_mirrored_all_reduce_with_a_master(
-    tensorflow_version: str, processes: replicas.Processes, tmp_path: Path
-) -> None:
-    job = a_job("ms").framework("tensorflow").replicas("Master", 1).replicas("Worker", 1, port=2223).build()
+def test_multi_worker_mirrored_all_reduce_with_a_master(tensorflow_version: str, tmp_path: Path) -> None:
     try:
-        _, outs = run(job, ALL_REDUCE, processes, tmp_path)
-    except replicas.ReplicaError as e:
+        _, outs = run({"Master": 1, "Worker": 1}, ALL_REDUCE, tmp_path, ports={"Worker": 2223})
+    except localrun.RunFailedError as e:
         # Only the known reason makes this an expected failure (a plain AssertionError is not).
         assert "Disallowed task type found in cluster spec" in str(e)  # noqa: PT017
         raise

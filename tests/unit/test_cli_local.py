@@ -42,7 +42,8 @@ def write(tmp_path: Path, data: dict[str, Any]) -> str:
 
 
 def run(tmp_path: Path, *argv: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main.main(["run", *argv, "--run-dir", str(tmp_path / "run")])
+    # Free ports: another run side by side (another test's) may hold a job's own ports.
+    code = main.main(["run", *argv, "--run-dir", str(tmp_path / "run"), "--free-ports"])
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -149,7 +150,9 @@ def test_client_run_local_tells_what_happens_and_returns_the_outcome(tmp_path: P
     from kubetrain.operator import local
 
     told: list[Any] = []
-    run = client.run_local(job(PRINT_RANK, replicas=1), run_dir=str(tmp_path / "run"), tell=told.append)
+    run = client.run_local(
+        job(PRINT_RANK, replicas=1), run_dir=str(tmp_path / "run"), free_ports=True, tell=told.append
+    )
 
     assert (run.code, run.state.value, run.stopped) == (0, "Succeeded", False)
     assert [s.text for s in told if isinstance(s, local.Line)] == ["hello from 0"]

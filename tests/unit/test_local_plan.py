@@ -19,7 +19,10 @@ from kubetrain.operator.local import machine
 
 def prepare(job: v1beta1.TrainingJob, tmp_path: Path, **options: Any) -> local.Prepared:
     fw = registry.default().get(job.spec.framework.name)
-    opts = local.Options(cwd=str(tmp_path), environ={"PATH": "/usr/bin:/bin", "HOME": "/home/me"}, **options)
+    environ = {"PATH": "/usr/bin:/bin", "HOME": "/home/me"}
+    # Free ports unless a test asks: a run side by side (another test's) may hold a job's own ports.
+    options.setdefault("free_ports", True)
+    opts = local.Options(cwd=str(tmp_path), environ=environ, **options)
     return local.prepare(v1beta1.trainingjob_defaults.on_create(job), fw, opts)
 
 
@@ -34,6 +37,7 @@ def one(ready: local.Prepared, pod: str) -> local.Launch:
 
 
 def test_each_replica_is_this_machine_at_its_type_s_port_plus_its_position() -> None:
+    # The rule is the same on every run, so a person can tell where the master listens.
     job = a_job("pt").framework("pytorch").replicas("Worker", 2).replicas("Master", 1).build()
     got = machine.addresses(job, pytorch.FRAMEWORK).addresses
     assert got == {
@@ -65,10 +69,12 @@ def test_the_command_runs_with_the_rendered_env_expanded_as_the_kubelet_expands_
         .replicas("Master", 1, tmpl=master)
         .replicas("Worker", 1, tmpl=template(c))
     ).build()
-    w = one(prepare(job, tmp_path), "pt-worker-0")
+    ready = prepare(job, tmp_path)
+    w = one(ready, "pt-worker-0")
     assert w.argv == ("python3", "train.py", "--rank=1", "--literal=$(RANK)", "--unset=$(NOPE)")
     assert (w.env["POD"], w.env["IP"]) == ("pt-worker-0", "127.0.0.1")
-    assert (w.env["MASTER_ADDR"], w.env["MASTER_PORT"]) == ("127.0.0.1", "23456")
+    master_port = ready.machine.addresses[("Master", 0)].port
+    assert (w.env["MASTER_ADDR"], w.env["MASTER_PORT"]) == ("127.0.0.1", str(master_port))
     assert w.env["HOME"] == "/home/me"  # the user's environment, the pod's env over it
     assert w.cwd == str(tmp_path)  # no workingDir: where kubetrain run starts
     assert (w.replica, w.restart_policy) == ("worker-0", "OnFailure")
@@ -121,7 +127,8 @@ def test_kubetrain_s_files_are_written_in_the_pod_s_folder(tmp_path: Path) -> No
     ready = prepare(job, tmp_path)
     launcher = one(ready, "hv-launcher-0")
     files = {Path(path).name: (text, mode) for path, text, mode in launcher.files}
-    assert files["hostfile"] == ("127.0.0.1 slots=2\n127.0.0.1 slots=2\n", 0o555)
+    # One line for this machine, with every Worker's slots: Open MPI refuses a host named twice.
+    assert files["hostfile"] == ("127.0.0.1 slots=4\n", 0o555)
     assert files["id_ed25519"][1] == 0o600
     assert launcher.env["OMPI_MCA_orte_default_hostfile"].endswith("/volumes/kubetrain-config/hostfile")
     assert one(ready, "hv-worker-0").stand_in  # sshd is not needed: mpirun starts every rank here
@@ -181,5 +188,14 @@ def test_a_port_something_listens_on_is_refused_before_anything_starts(tmp_path:
         port = s.getsockname()[1]
         tmpl = template(container("jax", command=["true"]))
         job = a_job("jx").framework("jax").replicas("Worker", 1, tmpl=tmpl, port=port).build()
-        (line,) = refusals(job, tmp_path)
+        (line,) = refusals(job, tmp_path, free_ports=False)
     assert line.startswith(f"Worker/0: port {port} on 127.0.0.1 is taken: stop what listens there")
+
+
+def test_replicas_a_scale_up_adds_get_ports_of_their_own_and_the_others_keep_theirs() -> None:
+    two = a_job("el").framework("pytorch").replicas("Worker", 2).build()
+    three = a_job("el").framework("pytorch").replicas("Worker", 3).build()
+    before = machine.addresses(two, pytorch.FRAMEWORK, free=True)
+    after = machine.addresses(three, pytorch.FRAMEWORK, before).addresses
+    assert {k: after[k] for k in before.addresses} == before.addresses
+    assert after[("Worker", 2)].port not in {a.port for a in before.addresses.values()}
