@@ -14,16 +14,19 @@ run ends once the job has finished and none of its processes runs any more: the 
 running replicas of a finished job (``cleanPodPolicy``); whatever it leaves running is stopped
 then, since nothing outlives a local run. Ctrl-C (``KeyboardInterrupt``) stops every replica's
 process group with SIGTERM and waits for them (their grace periods); a second Ctrl-C kills them
-at once. :class:`Outcome` is the job as it ended and what to exit with: 0 Succeeded, 1 Failed,
+at once. A SIGTERM or SIGHUP to the runner itself is taken as a Ctrl-C. :class:`Outcome` is the job as it ended and what to exit with: 0 Succeeded, 1 Failed,
 130 stopped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import queue
+import signal
+import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import attrs
 
@@ -78,6 +81,40 @@ def run(
     give fakes). ``change`` is what someone does to the job while it runs, as ``kubectl scale`` or
     an edit would: asked every pass, it returns the job, its spec changed or not (a change is a new
     generation)."""
+    with _signals_stop():
+        return _run(ready, tell, clock=clock, stopping=stopping, start=start, poll=poll, change=change)
+
+
+@contextlib.contextmanager
+def _signals_stop() -> Iterator[None]:
+    """SIGTERM and SIGHUP (``kill``, a closed terminal) stop the run as Ctrl-C does: the processes
+    are in sessions of their own, and nothing else would stop them. Only the main thread can
+    take signals; elsewhere the caller's handlers stand."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    before = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
+def _run(
+    ready: prepared.Prepared,
+    tell: said.Tell,
+    *,
+    clock: Callable[[], datetime.datetime],
+    stopping: Callable[[], bool],
+    start: processes.Start,
+    poll: float,
+    change: Callable[[v1beta1.TrainingJob], v1beta1.TrainingJob] | None,
+) -> Outcome:
     for w in ready.warnings:
         tell(said.Warned(text=w))
     job = _local(ready.job, clock())
