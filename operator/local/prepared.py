@@ -21,7 +21,7 @@ from collections.abc import Collection, Mapping
 
 import attrs
 
-from kubetrain.api import v1beta1
+from kubetrain.api import naming, v1beta1
 from kubetrain.operator import render
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.local import machine as machine_
@@ -107,12 +107,23 @@ def prepare(job: v1beta1.TrainingJob, fw: fw_contract.Framework, options: Option
     except plan.NotRunnableError as e:
         problems += e.lines
     problems += machine_.taken(machine, fw)
+    if job.spec.run_policy.suspend:
+        problems.append(
+            "runPolicy.suspend: a suspended job runs no replica: set it false to run the job here"
+        )
+    manager = job.spec.manager
+    if manager not in (None, naming.MANAGER_NAME):
+        problems.append(
+            f"managedBy: {manager} manages this job, not kubetrain: leave managedBy out to run it here"
+        )
     if problems:
         raise plan.NotRunnableError(problems)
     warnings = [w for launch in launches for w in launch.warnings]
     policy = job.spec.run_policy.scheduling_policy
     if policy is not None and policy.queue:
         warnings.append(f"schedulingPolicy.queue {policy.queue}: no queue here; the replicas start at once")
+    if job.spec.failure_policy.restart_method is v1beta1.RestartMethod.IN_PLACE:
+        warnings.append("failurePolicy.restartMethod InPlace: restarts make the processes again, as Recreate")
     if job.spec.tensorboard is not None:
         warnings.append("spec.tensorboard: the TensorBoard is not started locally")
     return attrs.evolve(prepared, warnings=tuple(warnings))

@@ -199,3 +199,23 @@ def test_replicas_a_scale_up_adds_get_ports_of_their_own_and_the_others_keep_the
     after = machine.addresses(three, pytorch.FRAMEWORK, before).addresses
     assert {k: after[k] for k in before.addresses} == before.addresses
     assert after[("Worker", 2)].port not in {a.port for a in before.addresses.values()}
+
+
+def test_a_job_the_step_would_never_run_here_is_refused_and_what_differs_is_said(tmp_path: Path) -> None:
+    tmpl = template(container("jax", command=["true"]))
+    base = a_job("jx").framework("jax").replicas("Worker", 1, tmpl=tmpl)
+    suspended = base.with_spec(run_policy=v1beta1.RunPolicy(suspend=True)).build()
+    assert refusals(suspended, tmp_path) == [
+        "runPolicy.suspend: a suspended job runs no replica: set it false to run the job here"
+    ]
+    elsewhere = a_job("jx").framework("jax").replicas("Worker", 1, tmpl=tmpl)
+    elsewhere = elsewhere.with_spec(managed_by="kueue.x-k8s.io/multikueue").build()
+    assert refusals(elsewhere, tmp_path)[0].startswith(
+        "managedBy: kueue.x-k8s.io/multikueue manages this job"
+    )
+    in_place = a_job("jx").framework("jax").replicas("Worker", 1, tmpl=tmpl)
+    policy = v1beta1.FailurePolicy(restart_method=v1beta1.RestartMethod.IN_PLACE)
+    ready = prepare(in_place.with_spec(failure_policy=policy).build(), tmp_path)
+    assert ready.warnings == (
+        "failurePolicy.restartMethod InPlace: restarts make the processes again, as Recreate",
+    )
