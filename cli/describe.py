@@ -2,13 +2,14 @@
 
 The text reads top-down as the questions come: what the job is (its framework, and the runtime
 it was made from, with the runtime's generation then); what state it is in and why (the
-condition that decided it, in the operator's words); which conditions hold; how many
-replicas of each type are where, and their pods; how many restarts were spent against which
-budget; which failures happened, and which rule decided what to do; whether its pods wait
-for a queue or a place (the ``Scheduled`` condition and the scheduling policy); where its
-TensorBoard is; what the operator, the scheduler and the kubelets said (Events). It ends
-with one ``next:`` line when the state calls for an action — the logs of the replica that
-failed, the queue it waits in, the apiserver's refusal.
+condition that decided it, in the operator's words); how far it got and where its time went
+(productive, or lost by cause: goodput); which conditions hold; how many replicas of each type
+are where, and their pods; how many restarts were spent against which budget; which failures
+happened, and which rule decided what to do; whether its pods wait for a queue or a place (the
+``Scheduled`` condition and the scheduling policy); where its TensorBoard is; what the
+operator, the scheduler and the kubelets said (Events). It ends with one ``next:`` line when the
+state calls for an action — the logs of the replica that failed, the queue it waits in, the
+apiserver's refusal.
 
 :func:`text` is pure (the job, its pods and Events, and the time in; the text out) so that
 what a person reads is tested without a cluster; :func:`hint` and :func:`deciding` serve
@@ -25,13 +26,14 @@ from collections.abc import Sequence
 from kubetrain import client
 from kubetrain.api import meta, naming, v1beta1
 from kubetrain.cli import cluster, output
-from kubetrain.operator.policies import budget
+from kubetrain.operator.policies import budget, goodput
 
 __all__ = [
     "HISTORY",
     "RECENT_EVENTS",
     "arguments",
     "deciding",
+    "goodput_section",
     "hint",
     "progress_section",
     "runtime_cell",
@@ -93,6 +95,7 @@ def text(
     sections = [
         _summary(job, now),
         progress_section(job, now),
+        goodput_section(job, now),
         _conditions(job, now),
         _replicas(job),
         _pods(pods),
@@ -316,6 +319,42 @@ def progress_section(job: v1beta1.TrainingJob, now: datetime.datetime) -> str:
         ("Hang after", f"{deadline}s without a step on any rank" if deadline else None),
     ]
     return _fields(pairs, LABEL_WIDTH)
+
+
+def goodput_section(job: v1beta1.TrainingJob, now: datetime.datetime) -> str:
+    """Where the job's wall time went (status.goodput): productive, and lost by cause; the time
+    since the last accounting, which the next status write charges; the redone steps still owed."""
+    g = job.status.goodput
+    if g is None:
+        return ""
+    wall = g.wall_seconds
+    ago = output.age(g.accounted_time, now)
+    to = output.timestamp(g.accounted_time)
+    head = f"{g.share or '-'} productive of {_duration(wall)} (accounted to {to}, {ago} ago)"
+    rows = [
+        (cause.value, _duration(seconds), f"{100 * seconds / wall:.1f}%")
+        for cause, seconds in goodput.parts(g).items()
+        if wall and (seconds or cause is goodput.Cause.PRODUCTIVE)
+    ]
+    out = _fields([("Goodput", head)], LABEL_WIDTH)
+    if rows:
+        out += output.table(("cause", "time", "share"), rows, "  ")
+    doing = goodput.cause(job.status)
+    behind = int((now - g.accounted_time).total_seconds())
+    if doing is not None and behind > 0:
+        what = "running" if doing is goodput.Cause.PRODUCTIVE else doing.value
+        out += f"  not accounted yet: {_duration(behind)}, {what} (charged at the next status write)\n"
+    if g.redo_owed_seconds:
+        out += (
+            f"  redo owed: {_duration(g.redo_owed_seconds)} of steps a restart threw away, charged to "
+            "redone as they run again\n"
+        )
+    return out
+
+
+def _duration(seconds: int) -> str:
+    epoch = datetime.datetime(2000, 1, 1, tzinfo=datetime.UTC)
+    return output.age(epoch, epoch + datetime.timedelta(seconds=seconds))
 
 
 def tensorboard_section(job: v1beta1.TrainingJob) -> str:

@@ -5,7 +5,12 @@ Dashboards and alerts written for controller-runtime operators work unchanged:
 ``workqueue_*`` per queue, ``leader_election_master_status``, and client-go's
 ``rest_client_requests_total{code,method}`` and ``rest_client_request_duration_seconds{verb}`` (the
 time on the wire, after the client's own rate limit). kubetrain adds
-``kubetrain_jobs_{created,succeeded,failed,restarted}_total{framework,namespace}``.
+``kubetrain_jobs_{created,succeeded,failed,restarted}_total{framework,namespace}``, and
+``kubetrain_goodput_seconds_total{framework,namespace,cause}``: the jobs' wall time as their
+``status.goodput`` accounts it, productive or lost by cause (seven causes: the series are the
+job counters' times seven, never one per job). The share of a namespace's time that was
+productive is ``sum by (namespace) (rate(kubetrain_goodput_seconds_total{cause="productive"}[1h]))
+/ sum by (namespace) (rate(kubetrain_goodput_seconds_total[1h]))``.
 Everything lives in :data:`REGISTRY`, served at ``/metrics``.
 """
 
@@ -157,6 +162,13 @@ JOBS_FAILED = Counter(
 )
 JOBS_RESTARTED = Counter(
     "kubetrain_jobs_restarted_total", "TrainingJob restarts.", ["framework", "namespace"], registry=REGISTRY
+)
+GOODPUT_SECONDS = Counter(
+    "kubetrain_goodput_seconds_total",
+    "TrainingJobs' wall time as status.goodput accounts it, by cause: productive, or lost (queued, "
+    "starting, restarting, redone, hung, checkpointing).",
+    ["framework", "namespace", "cause"],
+    registry=REGISTRY,
 )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import types
 
+import attrs
 from testkit.builders import a_job
 from testkit.statuses import NOW, ago, cond, with_status
 
@@ -353,3 +354,37 @@ def test_the_header_names_the_runtime_the_job_was_made_from_and_its_generation()
     # A job written whole has no such line.
     assert describe.runtime_cell(failed_job()) is None
     assert "Runtime:" not in describe.text(failed_job(), [], [], NOW)
+
+
+def test_where_the_time_went_is_told_by_cause_with_what_is_not_accounted_yet() -> None:
+    assert describe.goodput_section(failed_job(), NOW) == "", "no goodput, no section"
+    g = v1beta1.GoodputStatus(
+        accounted_time=ago(60),
+        productive_seconds=705,
+        lost_seconds=v1beta1.LostSeconds(starting=65, restarting=30),
+        share="88%",
+        redo_owed_seconds=50,
+    )
+    running = with_status(
+        a_job("pt").replicas("Worker", 2).build(),
+        conditions=(cond(C.CREATED, True, "TrainingJobCreated", age=860), cond(C.RUNNING, True, "Running")),
+        goodput=g,
+    )
+    text = describe.text(running, [], [], NOW)
+    assert section(text, "Goodput:") == [
+        "Goodput:      88% productive of 13m (accounted to 2026-11-24T11:59:00Z, 60s ago)",
+        "  CAUSE        TIME   SHARE",
+        "  productive   11m    88.1%",
+        "  starting     65s    8.1%",
+        "  restarting   30s    3.8%",
+        "  not accounted yet: 60s, running (charged at the next status write)",
+        "  redo owed: 50s of steps a restart threw away, charged to redone as they run again",
+    ]
+    assert text.index("Goodput:") < text.index("Conditions:")
+    # A finished job's clock stopped: nothing is behind.
+    done = with_status(
+        running,
+        conditions=(*running.status.conditions, cond(C.SUCCEEDED, True, "SuccessPolicyMet")),
+        goodput=attrs.evolve(g, redo_owed_seconds=0),
+    )
+    assert "not accounted" not in describe.goodput_section(done, NOW)
