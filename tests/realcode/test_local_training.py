@@ -210,6 +210,67 @@ int main(int argc, char **argv) {
 """.replace("@STEPS@", str(STEPS))
 
 
+# Elastic PyTorch under torchrun: the world re-forms after a pod is replaced alone (scope Pod), so
+# the program keeps its step and weights in a checkpoint on a volume both pods mount, and plays
+# its chaos once per run of the job (a marker on that volume), whichever process it is then.
+ELASTIC = f"""
+import datetime, json, os, signal, time
+from pathlib import Path
+import torch
+import torch.distributed as dist
+
+STEPS = {STEPS}
+SHARED = Path(os.environ["SHARED"])
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+rank, world = dist.get_rank(), dist.get_world_size()
+ckpt = SHARED / "ckpt.pt"
+state = torch.load(ckpt) if ckpt.exists() else {{"step": 0, "w": 0.0, "b": 0.0, "first": None}}
+torch.manual_seed(rank)
+x = torch.randn(64)
+y = 3 * x + 2
+w = torch.tensor([state["w"]], requires_grad=True)
+b = torch.tensor([state["b"]], requires_grad=True)
+first = state["first"]
+print(f"rank {{rank}} of {{world}} resumes after step {{state['step']}}", flush=True)
+
+
+def once(name):
+    marker = SHARED / name
+    if marker.exists():
+        return False
+    marker.touch()
+    return True
+
+
+for step in range(state["step"] + 1, STEPS + 1):
+    loss = ((x * w + b - y) ** 2).mean()
+    loss.backward()
+    with torch.no_grad():
+        for p in (w, b):
+            dist.all_reduce(p.grad)
+            p -= 0.1 * p.grad / world
+            p.grad.zero_()
+    first = loss.item() if first is None else first
+    final = loss.item()
+    if rank == 0:
+        torch.save({{"step": step, "w": w.item(), "b": b.item(), "first": first}}, SHARED / "tmp.pt")
+        os.replace(SHARED / "tmp.pt", ckpt)
+    with open(os.environ["KUBETRAIN_PROGRESS_FILE"], "w") as f:
+        f.write(f"step={{step}} total={{STEPS}} loss={{final:.6f}}\\n")
+    if step == 5 and rank == world - 1 and once("died"):
+        print(f"rank {{rank}}: killing its torchrun agent at step {{step}}", flush=True)
+        os.kill(os.getppid(), signal.SIGKILL)
+        time.sleep(60)
+    if step == 10 and rank == 0 and once("hung"):
+        print(f"rank {{rank}}: stuck at step {{step}}", flush=True)
+        time.sleep(3600)
+    time.sleep(0.1)
+weights = [round(w.item(), 6), round(b.item(), 6)]
+print("KUBETRAIN-RESULT " + json.dumps({{"rank": rank, "restarts": 2, "first": first, "final": final,
+      "weights": weights}}), flush=True)
+"""
+
+
 def chaotic(job: v1beta1.TrainingJob) -> v1beta1.TrainingJob:
     """The job's rules: any crash restarts every replica; a rank whose step stands 10 s is hung."""
     rule = v1beta1.FailureRule(
@@ -289,3 +350,33 @@ def test_open_mpi_trains_restarts_by_its_rule_and_is_found_hung(
         .replicas("Worker", 2, tmpl=localrun.with_command("mpi", ["/usr/sbin/sshd", "-De"]))
     )
     check(localrun.run(chaotic(job.build()), tmp_path, timeout=TIMEOUT), ranks=ranks)
+
+
+def test_elastic_torch_replaces_a_lost_or_hung_worker_alone_and_training_carries_on(
+    torch_version: str, tmp_path: Path
+) -> None:
+    tmpl = localrun.with_command(
+        "pytorch",
+        [str(Path(sys.executable).with_name("torchrun")), *program(tmp_path, ELASTIC)[2:]],
+        {"GLOO_SOCKET_IFNAME": "lo", "SHARED": "/shared"},
+        volumes=[{"name": "shared", "persistentVolumeClaim": {"claimName": "shared"}}],
+    )
+    tmpl["spec"]["containers"][0]["volumeMounts"] = [{"name": "shared", "mountPath": "/shared"}]
+    elastic = v1beta1.ElasticPolicy(min_replicas=2, max_replicas=2, rdzv_conf={"last_call_timeout": "1"})
+    job = a_job("el").framework("pytorch", pytorch=v1beta1.PyTorchOptions(elastic=elastic))
+    job = chaotic(job.replicas("Worker", 2, tmpl=tmpl).build())
+    spec = attrs.evolve(job.spec, failure_policy=attrs.evolve(job.spec.failure_policy, restart_scope=None))
+    job = attrs.evolve(job, spec=spec)  # elastic: the lost pod alone is replaced (scope Pod)
+
+    ran = localrun.run(job, tmp_path, timeout=TIMEOUT)
+
+    status = ran.outcome.job.status
+    assert any(f.rule == "crashed" and f.exit_code == 137 for f in status.failures), status.failures
+    assert any(f.reason == "ProgressDeadlineExceeded" for f in status.failures), status.failures
+    said = [json.loads(line.split(" ", 1)[1]) for line in ran.lines() if line.startswith("KUBETRAIN-RESULT ")]
+    assert sorted(r["rank"] for r in said) == [0, 1]
+    for r in said:
+        assert r["final"] < r["first"] / 10, r  # the loss went down, across every world
+    assert len({tuple(r["weights"]) for r in said}) == 1
+    assert status.progress is not None
+    assert status.progress.step == STEPS
