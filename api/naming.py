@@ -23,6 +23,11 @@ __all__ = [
     "AGENT_EXIT_CODE",
     "ATTEMPT",
     "BARRIER",
+    "CHECKPOINT_DIR",
+    "CHECKPOINT_FILE",
+    "CHECKPOINT_FILE_ENV",
+    "CHECKPOINT_REQUEST",
+    "CHECKPOINT_VOLUME",
     "DEFAULT_CONTAINER",
     "GANG",
     "GROUP",
@@ -46,6 +51,7 @@ __all__ = [
     "REPLICA_INDEX",
     "REPLICA_TYPE",
     "RESTARTS",
+    "RESUME_STEP",
     "TENSORBOARD_ROLE",
     "TENSORBOARD_SUFFIX",
     "config_map_name",
@@ -91,6 +97,17 @@ DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
 OPENED = PREFIX + "opened-attempt"
 RESTARTS = PREFIX + "restarts"
 LAST_RESTART_REASON = PREFIX + "last-restart-reason"
+# The step of the last checkpoint the operator read (spec.checkpoint): what the next attempt
+# resumes from, in its restart env as RESUME_STEP_ENV.
+RESUME_STEP = PREFIX + "resume-step"
+# spec.checkpoint: the number of the checkpoint the operator asks of the pod now; the kubelet puts it
+# in the file CHECKPOINT_FILE_ENV names (a downwardAPI volume of the main container). The process
+# answers on its progress line: checkpoint=STEP answered=NUMBER.
+CHECKPOINT_REQUEST = PREFIX + "checkpoint-request"
+CHECKPOINT_FILE_ENV = "KUBETRAIN_CHECKPOINT_FILE"
+CHECKPOINT_VOLUME = "kubetrain-checkpoint"
+CHECKPOINT_DIR = "/etc/kubetrain/checkpoint"
+CHECKPOINT_FILE = CHECKPOINT_DIR + "/request"
 AGENT = "kubetrain-agent"
 BARRIER = "kubetrain-barrier"
 AGENT_EXIT_CODE = 86

@@ -81,6 +81,7 @@ _ATTEMPT_FILES = {
     "opened": f"metadata.annotations['{naming.OPENED}']",
     "restarts": f"metadata.annotations['{naming.RESTARTS}']",
     "reason": f"metadata.annotations['{naming.LAST_RESTART_REASON}']",
+    "resume": f"metadata.annotations['{naming.RESUME_STEP}']",
 }
 # Also in the barrier's memory: the restart env of the attempt it last let start, in the format
 # the kubelet reads for ``fileKeyRef`` (``NAME='value'``, one a line, no quote in a value).
@@ -175,9 +176,9 @@ mode=; ran=; {{ read -r mode ran < $s/state; }} 2>/dev/null
 echo "holding $ran" > $s/state
 said=
 while :; do
-  opened=; attempt=; restarts=; reason=; again=
+  opened=; attempt=; restarts=; reason=; resume=; again=
   {{ read -r opened < $d/opened; read -r attempt < $d/attempt; read -r restarts < $d/restarts
-    read -r reason < $d/reason; read -r again < $d/attempt; }} 2>/dev/null
+    read -r reason < $d/reason; read -r resume < $d/resume; read -r again < $d/attempt; }} 2>/dev/null
   if [ -n "$attempt" ] && [ "$opened" = "$attempt" ] && [ "$again" = "$attempt" ]; then
     [ "$attempt" != "$ran" ] && break
     [ -n "$said" ] || {{ echo "kubetrain barrier: attempt $attempt has run in this pod: waiting for the next"; said=1; }}
@@ -187,7 +188,8 @@ done
 r=$reason; reason=
 while :; do case $r in *"$q"*) reason=$reason${{r%%"$q"*}}; r=${{r#*"$q"}};; *) reason=$reason$r; break;; esac; done
 {{ echo "{fw_contract.RESTART_ATTEMPT_ENV}='$attempt'"; echo "{fw_contract.RESTARTS_ENV}='${{restarts:-0}}'"
-  echo "{fw_contract.LAST_RESTART_REASON_ENV}='$reason'"; }} > $s/{ENV_FILE}
+  echo "{fw_contract.LAST_RESTART_REASON_ENV}='$reason'"; echo "{fw_contract.RESUME_STEP_ENV}='${{resume%%[!0-9]*}}'"
+}} > $s/{ENV_FILE}
 echo "running $attempt" > $s/state
 : > $s/fresh
 echo "kubetrain barrier: attempt $attempt starts"
@@ -251,7 +253,7 @@ def restart_env(name: str) -> Object:
     wrote when it let the attempt start. The kubelet takes an empty value for none: the last
     restart's reason, empty before the first restart, is then left out (``optional``)."""
     ref: Object = {"volumeName": STATE_VOLUME, "path": ENV_FILE, "key": name}
-    if name == fw_contract.LAST_RESTART_REASON_ENV:
+    if name in (fw_contract.LAST_RESTART_REASON_ENV, fw_contract.RESUME_STEP_ENV):
         ref["optional"] = True
     return {"name": name, "valueFrom": {"fileKeyRef": ref}}
 

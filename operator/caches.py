@@ -94,5 +94,8 @@ class InformerCaches:
     def unhealthy(self) -> frozenset[str]:
         return self.health.unhealthy if self.health is not None else frozenset()
 
+    def noticed(self) -> frozenset[str]:
+        return self.health.noticed if self.health is not None else frozenset()
+
     def in_place(self) -> bool:
         return self.health is not None and self.health.in_place

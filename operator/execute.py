@@ -36,7 +36,7 @@ from kubetrain.api import meta, naming, v1beta1, wire
 from kubetrain.operator import accelerators, conditions, intake, lifecycle, memory, render, tensorboard
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.observe import Caches, Holder
-from kubetrain.operator.policies import creation, refusal
+from kubetrain.operator.policies import creation, goodput, refusal
 from kubetrain.operator.runtime import cache, client, events, informer, metrics, reconcile
 from kubetrain.operator.scheduling import backend, registry, workload
 
@@ -127,6 +127,12 @@ class Executor:
         await asyncio.gather(
             *(self._patch(client.PODS, m.pod, ns, {"metadata": {"uid": m.uid, **p}}) for m, p in patches)
         )
+        # Ask every pod for the checkpoint the status now says is asked (the kubelet puts the
+        # number in the file KUBETRAIN_CHECKPOINT_FILE names).
+        if decision.ask is not None:
+            number, pods = decision.ask
+            asked = {"metadata": {"annotations": {naming.CHECKPOINT_REQUEST: str(number)}}}
+            await asyncio.gather(*(self._patch(client.PODS, n, ns, asked) for n in pods))
         # Delete what the step let go of, and the Services of replicas scaled away.
         await asyncio.gather(
             *(
@@ -439,3 +445,9 @@ def _count(framework: str, obj: Obj, old: v1beta1.TrainingJobStatus, new: v1beta
     restarted = new.restarts.total - old.restarts.total
     if restarted > 0:
         metrics.JOBS_RESTARTED.labels(*labels).inc(restarted)
+    # The seconds the write accounted, by cause (each part only grows while the job lives).
+    if new.goodput is not None:
+        before = goodput.parts(old.goodput) if old.goodput is not None else {}
+        for cause, seconds in goodput.parts(new.goodput).items():
+            if seconds > before.get(cause, 0):
+                metrics.GOODPUT_SECONDS.labels(*labels, cause.value).inc(seconds - before.get(cause, 0))

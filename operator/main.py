@@ -115,6 +115,20 @@ def parser() -> argparse.ArgumentParser:
         f"'' for none; default: {','.join(avoid.DEFAULT_TAINTS)})",
     )
     p.add_argument(
+        "--node-notice-taints",
+        type=_names,
+        default=avoid.DEFAULT_NOTICE_TAINTS,
+        help="taint keys that say a node will go (a spot interruption, maintenance): jobs with "
+        "spec.checkpoint checkpoint, then move off it (comma-separated; '' for none; default: "
+        f"{','.join(avoid.DEFAULT_NOTICE_TAINTS)})",
+    )
+    p.add_argument(
+        "--node-notice-conditions",
+        type=_names,
+        default=avoid.DEFAULT_NOTICE_CONDITIONS,
+        help="node condition types that, when True, say the same (comma-separated; default: none)",
+    )
+    p.add_argument(
         "--progress-interval",
         type=_positive,
         default=progress.DEFAULT_INTERVAL_SECONDS,
@@ -205,6 +219,9 @@ def build(
         nodes=mgr.informer(client.NODES, transform=projection.node),
         unhealthy=avoid.Unhealthy(
             conditions=frozenset(args.unhealthy_node_conditions), taints=frozenset(args.unhealthy_node_taints)
+        ),
+        notice=avoid.Unhealthy(
+            conditions=frozenset(args.node_notice_conditions), taints=frozenset(args.node_notice_taints)
         ),
         tombstones=tombstones,
         accelerator_config=accelerator_config,

@@ -1,5 +1,5 @@
-"""What the reconciler knows of nodes: which exist, which are unhealthy now, and whether any
-can restart a pod in place.
+"""What the reconciler knows of nodes: which exist, which are unhealthy now, which a notice says
+will go, and whether any can restart a pod in place.
 
 The nodes' cache (projected: names, taint keys, true condition types, the one declared feature
 read) answers whether a pod's node still exists. :class:`Health` follows the same cache's events
@@ -32,10 +32,18 @@ def exists(nodes: cache.Store, pod: dict[str, Any]) -> bool:
 class Health:
     """The unhealthy nodes among those ``nodes`` holds, kept up to date by its events."""
 
-    def __init__(self, nodes: informer.Informer, rule: avoid.Unhealthy) -> None:
+    def __init__(
+        self, nodes: informer.Informer, rule: avoid.Unhealthy, notice: avoid.Unhealthy | None = None
+    ) -> None:
         self.rule = rule
+        self.notice = notice or avoid.Unhealthy(
+            conditions=frozenset(avoid.DEFAULT_NOTICE_CONDITIONS),
+            taints=frozenset(avoid.DEFAULT_NOTICE_TAINTS),
+        )
         self._why: dict[str, str] = {}
+        self._noticed: set[str] = set()
         self.unhealthy: frozenset[str] = frozenset()
+        self.noticed: frozenset[str] = frozenset()
         self._in_place: set[str] = set()
         nodes.add_handler(self.handler)
 
@@ -51,6 +59,14 @@ class Health:
             self._in_place.add(name)
         else:
             self._in_place.discard(name)
+        notice = None if event == "DELETED" else self.notice.why(obj)
+        if (notice is not None) != (name in self._noticed):
+            if notice is None:
+                self._noticed.discard(name)
+            else:
+                self._noticed.add(name)
+                log.info("node %s will go (%s): jobs on it checkpoint, then move off", name, notice)
+            self.noticed = frozenset(self._noticed)
         why = None if event == "DELETED" else self.rule.why(obj)
         if why == self._why.get(name):
             return

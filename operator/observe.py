@@ -107,6 +107,9 @@ class Caches(Protocol):
     def unhealthy(self) -> frozenset[str]:
         """The nodes the operator is told are unhealthy."""
 
+    def noticed(self) -> frozenset[str]:
+        """The nodes a notice says will go."""
+
     def in_place(self) -> bool:
         """Whether some node declares that its kubelet restarts pods in place."""
 
@@ -161,8 +164,10 @@ def observe(
         made=frozenset(k.partition("/")[2] for k in made if not caches.shows("Pod", k)),
         last_write=mine.last_write,
         unhealthy=caches.unhealthy(),
+        noticed=caches.noticed(),
         in_place=caches.in_place(),
         progress=reading,
         gangs=scheduler.resource is not None,
         groups=mine.groups,
+        created=job.metadata.creation_timestamp,
     )

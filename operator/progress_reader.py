@@ -42,12 +42,14 @@ from kubetrain.api import naming
 from kubetrain.operator.policies import progress
 from kubetrain.operator.runtime import client
 
-__all__ = ["BUSY_POLL", "CONCURRENCY", "DEFAULT_BUDGET", "LAST_READ_DELAY", "Reader"]
+__all__ = ["BUSY_POLL", "CONCURRENCY", "DEFAULT_BUDGET", "LAST_READ_DELAY", "SOON_SECONDS", "Reader"]
 
 # Log reads a second for the whole operator, and so progress status writes a second at most.
 DEFAULT_BUDGET = 4.0
 # Log reads in flight at once.
 CONCURRENCY = 4
+# How soon a job whose stop waits for a checkpoint's answer is read again.
+SOON_SECONDS = 2.0
 # How long after its job finished the first rank is read a last time: its agent prints its last
 # line when the kubelet stops it, after the main container ended.
 LAST_READ_DELAY = 5.0
@@ -97,13 +99,23 @@ class Reader:
         while ``busy()``."""
         self._notify, self._busy = notify, busy
 
-    def want(self, namespace: str, name: str, pod: str, *, finished: bool = False) -> None:
+    def want(
+        self, namespace: str, name: str, pod: str, *, finished: bool = False, soon: bool = False
+    ) -> None:
         """Read the job's progress from ``pod``: at its turn if it is new, its pod changed or it
         was paused; once ``finished``, a last time (only a job read while it ran),
-        :data:`LAST_READ_DELAY` later."""
+        :data:`LAST_READ_DELAY` later; ``soon``, within :data:`SOON_SECONDS` (a stop waits for the
+        answer to a checkpoint request: its reads come before the other jobs' turns, still on the
+        budget)."""
         key = f"{namespace}/{name}"
         job = self._jobs.get(key)
         now = self.clock()
+        if soon and job is not None and not job.last and not job.paused and job.pod == pod:
+            if job.due > now + SOON_SECONDS:
+                job.due = now + SOON_SECONDS
+                heapq.heappush(self._turns, (job.due, key))
+                self._wakeup.set()
+            return
         if finished:
             if job is None or job.last:
                 return

@@ -31,7 +31,7 @@ from typing import Any
 from kubetrain.api import naming, observed, v1beta1, validation
 from kubetrain.operator import agent, scheduling, tensorboard
 from kubetrain.operator.frameworks import framework as fw_contract
-from kubetrain.operator.policies import inplace
+from kubetrain.operator.policies import checkpoint, inplace
 from kubetrain.operator.scheduling import backend
 
 __all__ = [
@@ -58,7 +58,8 @@ SECRET_MODE = 0o600
 RESTART_ATTEMPT_ENV = fw_contract.RESTART_ATTEMPT_ENV
 RESTARTS_ENV = fw_contract.RESTARTS_ENV
 LAST_RESTART_REASON_ENV = fw_contract.LAST_RESTART_REASON_ENV
-RESTART_ENV = (RESTART_ATTEMPT_ENV, RESTARTS_ENV, LAST_RESTART_REASON_ENV)
+RESUME_STEP_ENV = fw_contract.RESUME_STEP_ENV
+RESTART_ENV = (RESTART_ATTEMPT_ENV, RESTARTS_ENV, LAST_RESTART_REASON_ENV, RESUME_STEP_ENV)
 
 Object = dict[str, Any]
 
@@ -342,6 +343,8 @@ def _pod(
             or (r.index == 0 and r.type == fw.progress_type(world.job.spec))
         )
         agent.add(spec, container, in_place=False, progress=progress, watched=watched)
+    if world.job.spec.checkpoint is not None:
+        _checkpoint_file(spec, container)
     _add_port(container, fw.port_name, r.port)
     if has_files:
         spec.setdefault("volumes", []).append(
@@ -410,10 +413,12 @@ def _restart_env(status: v1beta1.TrainingJobStatus, attempt: int) -> dict[str, s
         if f.action in (v1beta1.FailureAction.RESTART, v1beta1.FailureAction.RESTART_UNCHARGED)
     ]
     last = restarted[-1] if restarted else None
+    resume = checkpoint.resume_step(status)
     return {
         RESTART_ATTEMPT_ENV: str(attempt),
         RESTARTS_ENV: str(status.restarts.total),
         LAST_RESTART_REASON_ENV: f"{last.failure_class.value}:{last.reason}" if last is not None else "",
+        RESUME_STEP_ENV: "" if resume is None else str(resume),
     }
 
 
@@ -426,6 +431,7 @@ def moved(status: v1beta1.TrainingJobStatus, attempt: int) -> Object:
         "annotations": {
             naming.RESTARTS: env[RESTARTS_ENV],
             naming.LAST_RESTART_REASON: env[LAST_RESTART_REASON_ENV],
+            naming.RESUME_STEP: env[RESUME_STEP_ENV],
         },
     }
 
@@ -440,9 +446,26 @@ def _in_place(
     annotations[naming.OPENED] = str(inplace.CLOSED if closed else attempt)
     annotations[naming.RESTARTS] = restart_env[RESTARTS_ENV]
     annotations[naming.LAST_RESTART_REASON] = restart_env[LAST_RESTART_REASON_ENV]
+    annotations[naming.RESUME_STEP] = restart_env[RESUME_STEP_ENV]
     current = main.setdefault("env", [])
     user_set = {e.get("name") for e in current}
     current.extend(agent.restart_env(k) for k in RESTART_ENV if k not in user_set)
+
+
+def _checkpoint_file(spec: Object, main: Object) -> None:
+    """The file the checkpoint asked of the pod appears in (spec.checkpoint): its annotation, as
+    the kubelet projects it, in the main container, named by KUBETRAIN_CHECKPOINT_FILE."""
+    request = f"metadata.annotations['{naming.CHECKPOINT_REQUEST}']"
+    spec.setdefault("volumes", []).append(
+        {
+            "name": naming.CHECKPOINT_VOLUME,
+            "downwardAPI": {"items": [{"path": "request", "fieldRef": {"fieldPath": request}}]},
+        }
+    )
+    main.setdefault("volumeMounts", []).append(
+        {"name": naming.CHECKPOINT_VOLUME, "mountPath": naming.CHECKPOINT_DIR, "readOnly": True}
+    )
+    _add_env(main, {naming.CHECKPOINT_FILE_ENV: naming.CHECKPOINT_FILE})
 
 
 def _keep_off(spec: Object, nodes: Collection[str]) -> None:

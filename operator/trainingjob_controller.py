@@ -60,6 +60,7 @@ class TrainingJobReconciler:
         config_maps: informer.Informer,
         nodes: informer.Informer | None = None,
         unhealthy: avoid.Unhealthy | None = None,
+        notice: avoid.Unhealthy | None = None,
         tombstones: cache.Tombstones | None = None,
         frameworks: fw_registry.Registry | None = None,
         recorder: events.Recorder | None = None,
@@ -77,7 +78,7 @@ class TrainingJobReconciler:
         self.memory = memory.Memory()
         for kind, inf in (("Pod", pods), ("Service", services)):
             inf.add_handler(self.memory.expected[kind].handler)
-        health = nodes_.Health(nodes, unhealthy or avoid.Unhealthy()) if nodes is not None else None
+        health = nodes_.Health(nodes, unhealthy or avoid.Unhealthy(), notice) if nodes is not None else None
         self.caches = caches.InformerCaches(
             stores={"Pod": pods.store, "Service": services.store, "ConfigMap": config_maps.store},
             tombstones=tombstones,
@@ -170,7 +171,10 @@ class TrainingJobReconciler:
             # until it runs, or a last time once the job has finished.
             self.reader.pause(inp.namespace, inp.name)
             return inp
-        self.reader.want(inp.namespace, inp.name, pod.name, finished=progress.finished(job.status))
+        waits = job.status.checkpoint is not None and job.status.checkpoint.requested is not None
+        self.reader.want(
+            inp.namespace, inp.name, pod.name, finished=progress.finished(job.status), soon=waits
+        )
         return attrs.evolve(inp, progress=self.reader.take(inp.namespace, inp.name))
 
     def _progress_ends(

@@ -6,6 +6,13 @@ policies that classify failures and budget restarts per class, and an optional T
 """
 
 from kubetrain.api.v1beta1 import trainingjob_defaults
+from kubetrain.api.v1beta1.checkpoint_types import (
+    CheckpointRecord,
+    CheckpointRequest,
+    CheckpointSpec,
+    CheckpointStatus,
+    StopReason,
+)
 from kubetrain.api.v1beta1.framework_types import (
     Caffe2Backend,
     Caffe2BackendType,
@@ -15,6 +22,7 @@ from kubetrain.api.v1beta1.framework_types import (
     PyTorchOptions,
     TensorFlowOptions,
 )
+from kubetrain.api.v1beta1.goodput_types import GoodputStatus, LostSeconds
 from kubetrain.api.v1beta1.groupversion_info import API_VERSION, GROUP, KIND, PLURAL, VERSION
 from kubetrain.api.v1beta1.policy_types import (
     Budget,
@@ -80,6 +88,10 @@ __all__ = [
     "Caffe2Backend",
     "Caffe2BackendType",
     "Caffe2Options",
+    "CheckpointRecord",
+    "CheckpointRequest",
+    "CheckpointSpec",
+    "CheckpointStatus",
     "CleanPodPolicy",
     "ClusterTrainingRuntime",
     "ConditionType",
@@ -95,9 +107,11 @@ __all__ = [
     "FailureRecord",
     "FailureRule",
     "FrameworkSpec",
+    "GoodputStatus",
     "HostNames",
     "HostVolume",
     "JobState",
+    "LostSeconds",
     "NetworkSpec",
     "ProgressSpec",
     "ProgressStatus",
@@ -115,6 +129,7 @@ __all__ = [
     "RuntimeRef",
     "RuntimeSpec",
     "SchedulingPolicy",
+    "StopReason",
     "SuccessOperator",
     "SuccessPolicy",
     "SuccessTarget",

@@ -37,6 +37,9 @@ __all__ = [
 HUNG = "ProgressDeadlineExceeded"
 DEFAULT_STARTUP_GRACE_SECONDS = 120
 MAX_METRICS = 8
+# Names of the line that are not metrics: the rank's last checkpoint, and the request it answered.
+CHECKPOINT = "checkpoint"
+ANSWERED = "answered"
 METRIC_NAME = r"[A-Za-z_][A-Za-z0-9_.]{0,62}"
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf|nan)"
 # The one line a process reports: the step first, then an optional total, then metrics.
@@ -99,3 +102,10 @@ class ProgressStatus:
     estimated_completion_time: Annotated[
         datetime.datetime | None, schema.Field(doc="When totalSteps will be reached at that rate.")
     ] = attrs.field(default=None, converter=meta.utc_or_none)
+    checkpoint: Annotated[
+        int | None, schema.Field(minimum=0, doc="The step of the rank's last checkpoint (checkpoint=STEP).")
+    ] = None
+    answered: Annotated[
+        int | None,
+        schema.Field(minimum=0, doc="The last checkpoint request the rank answered (answered=NUMBER)."),
+    ] = None

@@ -15,6 +15,8 @@ import attrs
 
 from kubetrain.api import indexes, meta, schema
 from kubetrain.api.v1beta1 import (
+    checkpoint_types,
+    goodput_types,
     policy_types,
     progress_types,
     replica_types,
@@ -235,7 +237,15 @@ class TrainingJobStatus:
     observed_generation: Annotated[int | None, schema.Field(minimum=0)] = None
     tensorboard: tensorboard_types.TensorBoardStatus | None = None
     progress: progress_types.ProgressStatus | None = None
+    checkpoint: Annotated[
+        checkpoint_types.CheckpointStatus | None,
+        schema.Field(doc="Checkpoints seen, and the one a stop waits for (spec.checkpoint)."),
+    ] = None
     runtime: Annotated[
         trainer_types.RuntimeRef | None,
         schema.Field(doc="The runtime the job was made from, and its generation then (spec.runtimeRef)."),
+    ] = None
+    goodput: Annotated[
+        goodput_types.GoodputStatus | None,
+        schema.Field(doc="The wall time so far, productive and lost by cause (docs/api.md, Goodput)."),
     ] = None

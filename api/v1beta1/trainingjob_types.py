@@ -18,6 +18,7 @@ import attrs
 
 from kubetrain.api import meta, naming, schema, validation
 from kubetrain.api.v1beta1 import (
+    checkpoint_types,
     framework_types,
     groupversion_info,
     policy_types,
@@ -162,6 +163,7 @@ _HOST_NAMES_CEL = "(has({s}.network) && has({s}.network.hostNames) ? {s}.network
 # name {job}-worker-0, which other pods resolve only through its own Service.
 ELASTIC_HOST_NAMES = "an elastic job (framework.pytorch.elastic) needs network.hostNames PerReplica"
 # A world of fixed size cannot take a new member: its ranks were told the size when they started.
+CHECKPOINT_NEEDS_PROGRESS = "checkpoint needs progress: the answer comes on the progress line"
 TRAINER_NEEDS_RUNTIME = "trainer is given only with runtimeRef: it fills the runtime's replica types"
 FIXED_COUNTS = (
     "replicas change only while the job is suspended, or in an elastic job (framework.pytorch.elastic)"
@@ -205,6 +207,13 @@ class TrainingJobSpec:
     tensorboard: tensorboard_types.TensorBoardSpec | None = None
     network: NetworkSpec = attrs.field(factory=NetworkSpec)
     progress: progress_types.ProgressSpec | None = None
+    checkpoint: Annotated[
+        checkpoint_types.CheckpointSpec | None,
+        schema.Field(
+            doc="Checkpoint before every stop the operator sees coming (eviction, preemption, suspend, "
+            "scale-down, the deadline, a node notice); needs progress, whose line carries the answer."
+        ),
+    ] = None
     runtime_ref: Annotated[
         trainer_types.RuntimeRef | None,
         schema.Field(
@@ -220,6 +229,11 @@ class TrainingJobSpec:
     ] = None
 
     cel_rules: ClassVar[tuple[schema.Rule, ...]] = (
+        schema.Rule(
+            cel="!has(self.checkpoint) || has(self.progress)",
+            message=CHECKPOINT_NEEDS_PROGRESS,
+            field_path=".checkpoint",
+        ),
         schema.Rule(
             cel="!has(self.trainer) || has(self.runtimeRef)",
             message=TRAINER_NEEDS_RUNTIME,
@@ -302,6 +316,8 @@ class TrainingJobSpec:
     def _cross_field_errors(self) -> Iterator[validation.FieldError]:
         if self.trainer is not None and self.runtime_ref is None:
             yield validation.FieldError(path=("trainer",), message=TRAINER_NEEDS_RUNTIME)
+        if self.checkpoint is not None and self.progress is None:
+            yield validation.FieldError(path=("checkpoint",), message=CHECKPOINT_NEEDS_PROGRESS)
         seen: dict[str, str] = {}
         for t in self.replica_specs:
             other = seen.setdefault(t.lower(), t)
@@ -419,6 +435,12 @@ class TrainingJob:
             "type": "integer",
             "jsonPath": ".status.progress.step",
             "description": "The step the first rank last reported (spec.progress)",
+        },
+        {
+            "name": "Goodput",
+            "type": "string",
+            "jsonPath": ".status.goodput.share",
+            "description": "The share of the job's wall time that was productive (status.goodput)",
         },
         {
             "name": "Restarts",

@@ -32,6 +32,7 @@ __all__ = [
     "LAST_RESTART_REASON_ENV",
     "RESTARTS_ENV",
     "RESTART_ATTEMPT_ENV",
+    "RESUME_STEP_ENV",
     "Address",
     "Framework",
     "Machine",
@@ -59,6 +60,9 @@ ATTEMPT = f"$({RESTART_ATTEMPT_ENV})"
 # With it, the job's restarts so far and the last restart's reason.
 RESTARTS_ENV = "KUBETRAIN_RESTARTS"
 LAST_RESTART_REASON_ENV = "KUBETRAIN_LAST_RESTART_REASON"
+# The step of the last checkpoint the operator saw (spec.checkpoint), empty before any: where the
+# attempt resumes from.
+RESUME_STEP_ENV = "KUBETRAIN_RESUME_STEP"
 
 
 @attrs.frozen(kw_only=True)

@@ -15,7 +15,7 @@ import attrs
 
 from kubetrain.api import naming, observed, v1beta1
 from kubetrain.operator import conditions, tensorboard
-from kubetrain.operator.lifecycle import around, invalid, refusals, tally
+from kubetrain.operator.lifecycle import around, invalid, refusals, stops, tally
 from kubetrain.operator.lifecycle.refusals import DEFAULT_REFUSAL_GRACE_SECONDS
 from kubetrain.operator.lifecycle.values import Decision, Delete, Event, Input, Invalid, Move
 from kubetrain.operator.policies import (
@@ -23,11 +23,13 @@ from kubetrain.operator.policies import (
     avoid,
     backoff,
     budget,
+    checkpoint,
     classify,
     cleanup,
     creation,
     deadline,
     failure,
+    goodput,
     inplace,
     placement,
     progress,
@@ -62,7 +64,7 @@ _WARNING_CONDITIONS = {C.FAILED, C.RESTARTING, C.REPLICA_FAILURE}
 _QUIET_CONDITIONS = {C.CREATED, C.RUNNING}
 
 
-class _Step(refusals.Refusals):
+class _Step(refusals.Refusals, stops.Stops):
     def __init__(self, inp: Input) -> None:
         self.inp, self.now, self.spec = inp, inp.now, inp.spec
         prev = inp.status
@@ -93,6 +95,9 @@ class _Step(refusals.Refusals):
         self.refused_since: datetime.datetime | None = None  # creates are being refused since
         self.last_refusal = prev.last_refusal
         self.progress = prev.progress
+        self.checkpoint = prev.checkpoint
+        self.ask: tuple[int, tuple[str, ...]] | None = None
+        self.foreseen = False  # a stop is seen coming (a checkpoint request may wait for it)
         self.workload: workload_.Act | None = None
 
     # --- the step ------------------------------------------------------------------------
@@ -105,6 +110,10 @@ class _Step(refusals.Refusals):
             return self._decision()
         self._created()
         if self.spec.run_policy.suspend:
+            if not self._is(C.SUSPENDED) and self._checkpoint_first(
+                v1beta1.StopReason.SUSPENDED, self._live()
+            ):
+                return self._decision()
             self._suspend("Suspended", "the job is suspended; its pods are deleted")
             if self.inp.admission:
                 self.workload = admission.on_suspend(
@@ -122,6 +131,7 @@ class _Step(refusals.Refusals):
         self._restart(restarts)
         if self._refused_for_good():
             return self._decision()
+        self._leave_noticed_nodes()
         self._unblock()
         self._delete_stale_and_surplus()
         self._open_moved()
@@ -229,6 +239,8 @@ class _Step(refusals.Refusals):
         if held is None:
             self.workload = adopting
             return False
+        if not self._is(C.SUSPENDED) and self._checkpoint_first(v1beta1.StopReason.EVICTED, self._live()):
+            return True  # its pods stay until it has checkpointed, or its grace is over
         self._suspend(held.reason, held.message)
         if adopting is not None or held.act is not workload_.Act.CREATE:
             self.workload = adopting or held.act
@@ -266,6 +278,7 @@ class _Step(refusals.Refusals):
         if until is None:
             return False
         if self.now < until:
+            self._before_deadline(until)
             self.dues.append(until)
             return False
         seconds = self.spec.run_policy.active_deadline_seconds
@@ -430,7 +443,7 @@ class _Step(refusals.Refusals):
             self.in_place[key] = in_place
 
     def _keep_off(self) -> frozenset[str]:
-        return avoid.wanted(self.avoided, self.inp.unhealthy)
+        return avoid.wanted(self.avoided, self.inp.unhealthy | self.inp.noticed)
 
     def _unblock(self) -> None:
         """Let the avoided nodes go if keeping off them leaves a pod unplaceable, and make again
@@ -454,8 +467,10 @@ class _Step(refusals.Refusals):
     def _delete_stale_and_surplus(self) -> None:
         """Delete the pods of older attempts and of indexes scaled away — or move them to their
         type's attempt where they are, if it began as a restart in place and they can."""
+        surplus = [p for p in self._live() if p.replica_type in self.keys and self._key(p) is None]
+        waits = self._scaled_down_waits(surplus)
         for pod in self._live():
-            if self._current(pod):
+            if self._current(pod) or (waits and pod in surplus):
                 continue
             key = self._key(pod)
             if key is not None and self.in_place[key] and inplace.restartable(pod):
@@ -594,10 +609,12 @@ class _Step(refusals.Refusals):
         """Take in the first rank's progress read since the last look."""
         if self.inp.progress is not None:
             self.progress = progress.update(self.progress, self.inp.progress, self.now)
+            self.checkpoint = checkpoint.seen(self.checkpoint, self.progress, self.now)
 
     # --- the result ------------------------------------------------------------------------
 
     def _decision(self) -> Decision:
+        self._drop_unforeseen()
         observed_uids = {p.uid for p in self.pods}
         joining = gang.joining(
             self.creates, self.attempts, [p for p in self.pods if self._key(p) is not None]
@@ -617,7 +634,21 @@ class _Step(refusals.Refusals):
             last_refusal=self.last_refusal,
             progress=self.progress,
             runtime=self.spec.runtime_ref,
+            checkpoint=self.checkpoint,
         )
+        # The wall time since the last accounting, charged to what the job did meanwhile
+        # (checkpointing: a request was outstanding in the status the step began with).
+        accounted = goodput.account(
+            self.inp.status,
+            status,
+            progress=self.spec.progress,
+            created=self.inp.created,
+            now=self.now,
+            checkpointing=self.inp.status.checkpoint is not None
+            and self.inp.status.checkpoint.requested is not None,
+        )
+        status = attrs.evolve(status, goodput=accounted.status)
+        self.dues.extend(accounted.dues)
         later = [d for d in self.dues if d > self.now]
         return Decision(
             status=status,
@@ -639,6 +670,7 @@ class _Step(refusals.Refusals):
             assigned=workload_.assigned(self.inp.workload, self.creates) if self.inp.admission else {},
             priority=self.inp.priority if self.workload is workload_.Act.CREATE else None,
             finished=around.outcome(self.conditions) if self.workload is workload_.Act.FINISH else None,
+            ask=self.ask,
             batches=creation.batches(len(self.creates)),
             **around.groups(
                 self.inp,

@@ -103,6 +103,8 @@ class Input:
     last_write: datetime.datetime | None = None
     # Nodes the operator is told are unhealthy now (policies/avoid): new pods keep off them.
     unhealthy: frozenset[str] = frozenset()
+    # Nodes a notice says will go (a spot interruption, maintenance): a job checkpoints, then moves off.
+    noticed: frozenset[str] = frozenset()
     # Some node declares that its kubelet restarts pods in place (policies/inplace).
     in_place: bool = False
     # The first rank's progress read since the job's last look, if any (policies/progress).
@@ -115,6 +117,8 @@ class Input:
     untold: tuple[v1beta1.Refusal, ...] = ()
     # The value of the job's PriorityClass (the Workload route orders by it); None: none, or unread.
     priority: int | None = None
+    # When the job was created (metadata.creationTimestamp): its goodput counts from then.
+    created: datetime.datetime | None = None
 
     @property
     def refusals(self) -> tuple[v1beta1.Refusal, ...]:
@@ -213,6 +217,9 @@ class Decision:
     groups: tuple[str, ...] = ()
     delete_groups: tuple[str, ...] = ()
     look_up_groups: bool = False
+    # A checkpoint asked of the job now (policies/checkpoint): its number, and the pods whose
+    # CHECKPOINT_REQUEST annotation says it.
+    ask: tuple[int, tuple[str, ...]] | None = None
 
     @property
     def acts(self) -> bool:
@@ -231,4 +238,5 @@ class Decision:
             or self.groups
             or self.delete_groups
             or self.look_up_groups
+            or self.ask is not None
         )

@@ -31,6 +31,8 @@ from kubetrain.operator.policies import classify, placement
 
 __all__ = [
     "DEFAULT_CONDITIONS",
+    "DEFAULT_NOTICE_CONDITIONS",
+    "DEFAULT_NOTICE_TAINTS",
     "DEFAULT_TAINTS",
     "MAX_UNHEALTHY",
     "NODE_REASONS",
@@ -66,6 +68,19 @@ DEFAULT_TAINTS = (
     "node.kubernetes.io/unreachable",
     "node.kubernetes.io/unschedulable",
 )
+# A node a notice says will go (spec.checkpoint: the job checkpoints, then moves off it): the taints
+# that node-termination handlers and cloud providers set on a spot interruption or a maintenance —
+# AWS's node termination handler, GKE's impending termination, Karpenter's disruption, the cluster
+# autoscaler's scale-down. No condition by default; --node-notice-conditions adds some.
+DEFAULT_NOTICE_TAINTS = (
+    "aws-node-termination-handler/spot-itn",
+    "aws-node-termination-handler/scheduled-maintenance",
+    "aws-node-termination-handler/asg-lifecycle-termination",
+    "cloud.google.com/impending-node-termination",
+    "karpenter.sh/disrupted",
+    "ToBeDeletedByClusterAutoscaler",
+)
+DEFAULT_NOTICE_CONDITIONS: tuple[str, ...] = ()
 # At most this many unhealthy nodes are written into a pod's affinity (the first by name).
 MAX_UNHEALTHY = 128
 # The scheduler's words when node affinity (or a node selector) leaves no node.

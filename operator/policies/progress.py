@@ -50,6 +50,8 @@ class Reading:
     step: int
     total: int | None = None
     metrics: tuple[tuple[str, str], ...] = ()
+    checkpoint: int | None = None  # the step of the rank's last checkpoint
+    answered: int | None = None  # the last checkpoint request it answered
 
 
 def parse(pod: str, tail: str) -> Reading | None:
@@ -62,14 +64,21 @@ def parse(pod: str, tail: str) -> Reading | None:
             continue
         step, total, rest = m.groups()
         metrics: dict[str, str] = {}
+        counts: dict[str, int] = {}
         for pair in rest.split():
             name, _, value = pair.partition("=")
+            if name in (progress_types.CHECKPOINT, progress_types.ANSWERED):
+                if value.isdigit() and len(value) <= 18:  # a step or a number, never a metric
+                    counts.setdefault(name, int(value))
+                continue
             metrics.setdefault(name, _number(value))
         return Reading(
             pod=pod,
             step=int(step),
             total=int(total) if total and int(total) > 0 else None,
             metrics=tuple(sorted(metrics.items())[: progress_types.MAX_METRICS]),
+            checkpoint=counts.get(progress_types.CHECKPOINT),
+            answered=counts.get(progress_types.ANSWERED),
         )
     return None
 
@@ -113,6 +122,7 @@ def update(
         and prev.total_steps == reading.total
         and prev.metrics == metrics
         and prev.pod == reading.pod
+        and (prev.checkpoint, prev.answered) == (reading.checkpoint, reading.answered)
     ):
         return prev
     moved = prev is None or prev.step != reading.step or prev.pod != reading.pod
@@ -129,6 +139,8 @@ def update(
         last_moved_time=now if moved or prev is None else prev.last_moved_time,
         steps_per_second=None if rate is None else f"{rate:.4g}",
         estimated_completion_time=eta,
+        checkpoint=reading.checkpoint,
+        answered=reading.answered,
     )
 
 

@@ -120,7 +120,10 @@ def main() -> int:
         losses.append(loss.item())
         initial_loss = losses[0] if initial_loss is None else initial_loss
         kubetrain_progress.report(step + 1, total=total, loss=losses[-1])
-        if saved and rank == 0 and (step + 1) % args.checkpoint_every == 0:
+        # A checkpoint every --checkpoint-every steps, and whenever kubetrain asks for one before
+        # a stop it sees coming (spec.checkpoint): rank 0 saves, and says so on its progress line.
+        request = kubetrain_progress.checkpoint_requested() if rank == 0 else None
+        if saved and rank == 0 and ((step + 1) % args.checkpoint_every == 0 or request is not None):
             state = {
                 "model": net.state_dict(),
                 "optimizer": optimizer.state_dict(),
@@ -129,6 +132,7 @@ def main() -> int:
             }
             torch.save(state, saved + ".tmp")
             os.replace(saved + ".tmp", saved)  # whole or not at all
+            kubetrain_progress.checkpointed(step + 1, request)
         if writer is not None:
             writer.scalar("loss", loss.item(), step)
         if step % 50 == 0:

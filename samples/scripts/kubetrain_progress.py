@@ -27,6 +27,24 @@ From Python, beside the training script::
         loss = train_one_step()
         kubetrain_progress.report(step + 1, total=steps, loss=loss)
 
+With ``spec.checkpoint`` the operator asks for a checkpoint before a stop it sees coming (an
+eviction, a suspend, a node about to go): the process looks with :func:`checkpoint_requested`
+(one small file read; once a step is fine), saves, and says so with :func:`checkpointed`, which
+puts ``checkpoint=STEP answered=N`` on the line at once. Periodic checkpoints are worth saying too
+(``checkpointed(step)``): the next attempt is told the last one in ``KUBETRAIN_RESUME_STEP``::
+
+    for step in range(start, steps):
+        train_one_step()
+        request = kubetrain_progress.checkpoint_requested()
+        if request is not None or step % 1000 == 0:
+            save(step)
+            kubetrain_progress.checkpointed(step, request)
+        kubetrain_progress.report(step + 1, total=steps)
+
+A program that cannot look every step asks for a signal instead:
+``kubetrain_progress.on_checkpoint_request(signal.SIGUSR1)`` raises it in the process when a
+request comes (its handler saves and calls :func:`checkpointed`).
+
 Without the variable (no ``spec.progress``, or a run outside kubetrain) :func:`report` writes
 nothing; it still checks what it is given, so a malformed report fails on a laptop too, not
 first in the cluster. The line is written to a temporary file in the same directory, then
@@ -40,10 +58,28 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import signal
+import threading
 
-__all__ = ["ENV", "MAX_METRICS", "line", "report"]
+__all__ = [
+    "CHECKPOINT_ENV",
+    "ENV",
+    "MAX_METRICS",
+    "RESUME_ENV",
+    "checkpoint_requested",
+    "checkpointed",
+    "line",
+    "on_checkpoint_request",
+    "report",
+    "resume_step",
+]
 
 ENV = "KUBETRAIN_PROGRESS_FILE"
+CHECKPOINT_ENV = "KUBETRAIN_CHECKPOINT_FILE"
+RESUME_ENV = "KUBETRAIN_RESUME_STEP"
+# What this process said of its checkpoints: repeated on every line, so a reader never misses it.
+_said: dict[str, int] = {}
+_last: list[str] = []  # the last line's step, total and metrics
 MAX_METRICS = 8
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,62}")
 _MAX = 10**18  # kubetrain reads at most 18 digits of a step or a total
@@ -51,6 +87,9 @@ _MAX = 10**18  # kubetrain reads at most 18 digits of a step or a total
 
 def line(step: int, total: int | None = None, **metrics: float) -> str:
     """The line :func:`report` writes (without its newline); ValueError or TypeError if malformed."""
+    for reserved in ("checkpoint", "answered"):
+        if reserved in metrics:
+            raise ValueError(f"{reserved} is not a metric: say a checkpoint with checkpointed()")
     parts = [f"step={_count('step', step, minimum=0)}"]
     if total is not None:
         parts.append(f"total={_count('total', total, minimum=1)}")
@@ -67,7 +106,66 @@ def report(step: int, total: int | None = None, **metrics: float) -> None:
     """Replace the progress file's line with this one: ``step`` (steps done, from 0), ``total``
     (steps in all, if known) and the ``metrics`` (names as ``[A-Za-z_][A-Za-z0-9_.]*``; pass a
     dotted one as ``**{"val.loss": x}``). Nothing is written without ``KUBETRAIN_PROGRESS_FILE``."""
-    text = line(step, total, **metrics) + "\n"
+    text = line(step, total, **metrics)
+    _last[:] = [text]
+    _write(text)
+
+
+def checkpoint_requested() -> int | None:
+    """The number of the checkpoint the operator asks for now, if this process has not answered
+    it; None otherwise (and always without ``spec.checkpoint`` or outside kubetrain)."""
+    path = os.environ.get(CHECKPOINT_ENV)
+    if not path:
+        return None
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    if not text.isdigit() or int(text) <= _said.get("answered", 0):
+        return None
+    return int(text)
+
+
+def checkpointed(step: int, request: int | None = None) -> None:
+    """Say that a checkpoint of ``step`` is saved, answering ``request`` (from
+    :func:`checkpoint_requested`) if given: the line is written again at once with
+    ``checkpoint=STEP`` (and ``answered=N``), and every line after it carries them."""
+    _said["checkpoint"] = _count("checkpoint", step, minimum=0)
+    if request is not None:
+        _said["answered"] = _count("request", request, minimum=1)
+    _write(_last[0] if _last else f"step={step}")
+
+
+def resume_step() -> int | None:
+    """The step of the last checkpoint kubetrain saw before this attempt began, if any."""
+    value = os.environ.get(RESUME_ENV, "")
+    return int(value) if value.isdigit() else None
+
+
+def on_checkpoint_request(signum: int = signal.SIGUSR1, every: float = 0.5) -> threading.Thread:
+    """Raise ``signum`` in this process when a checkpoint is asked for (a daemon thread looks
+    every ``every`` seconds). The handler saves, then calls :func:`checkpointed` with the request."""
+    if signal.getsignal(signum) in (signal.SIG_DFL, signal.SIG_IGN, None):
+        raise ValueError(f"install a handler for signal {signum} first: its default would end the process")
+
+    def watch() -> None:
+        raised = 0
+        while True:
+            request = checkpoint_requested()
+            if request is not None and request > raised:
+                raised = request
+                os.kill(os.getpid(), signum)
+            threading.Event().wait(every)
+
+    thread = threading.Thread(target=watch, name="kubetrain-checkpoint", daemon=True)
+    thread.start()
+    return thread
+
+
+def _write(text: str) -> None:
+    said = "".join(f" {k}={_said[k]}" for k in ("checkpoint", "answered") if k in _said)
+    text = text + said + "\n"
     path = os.environ.get(ENV)
     if not path:
         return

@@ -34,6 +34,8 @@ rank, size = comm.Get_rank(), comm.Get_size()
 kubetrain_progress.report(0, total=1)
 total = comm.allreduce(rank + 1, op=MPI.SUM)
 kubetrain_progress.report(1, total=1, sum=total)
+if rank == 0:  # the sum is all this program has to keep: its checkpoint, said on the progress line
+    kubetrain_progress.checkpointed(1, kubetrain_progress.checkpoint_requested())
 print(f"rank {rank}/{size} on {socket.gethostname()} joined the rendezvous", flush=True)
 attempt = int(os.environ.get("KUBETRAIN_RESTART_ATTEMPT", "0"))
 restarts = int(os.environ.get("KUBETRAIN_RESTARTS", "0"))
@@ -52,5 +54,8 @@ if args.fail_after is not None:
         time.sleep(args.fail_after)
         print(f"rank {rank} fails at step 0", flush=True)
         os._exit(1)
-    while True:
-        time.sleep(60)
+    while True:  # runs on; answers a checkpoint kubetrain asks for before a stop (spec.checkpoint)
+        request = kubetrain_progress.checkpoint_requested()
+        if rank == 0 and request is not None:
+            kubetrain_progress.checkpointed(1, request)
+        time.sleep(1)

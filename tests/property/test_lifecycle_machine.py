@@ -27,12 +27,12 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from testkit.builders import a_job
-from testkit.world import World
+from testkit.world import T0, World
 
-from kubetrain.api import naming, observed, v1beta1, validation
+from kubetrain.api import meta, naming, observed, v1beta1, validation
 from kubetrain.operator import conditions, lifecycle
 from kubetrain.operator.frameworks import mpi, pytorch, tensorflow
-from kubetrain.operator.policies import avoid, budget, inplace, pacing, refusal
+from kubetrain.operator.policies import avoid, budget, goodput, inplace, pacing, refusal
 from kubetrain.operator.scheduling import backend, gang, native
 from kubetrain.operator.scheduling import workload as workload_
 
@@ -41,6 +41,8 @@ C = v1beta1.ConditionType
 FINAL = {S.SUCCEEDED, S.FAILED}
 M = v1beta1.RestartMethod
 EXIT_CODES = st.sampled_from([0, 0, 0, 1, 2, 42, 74, 127, 128, 130, 137, 137, 143, 255])
+# How long before the World's clock starts the job was created (its goodput counts from then).
+CREATED = datetime.timedelta(seconds=45)
 # Disruptions and suspensions act one time in RARELY, so that jobs also get to finish.
 RARELY = 4
 POLICIES = st.sampled_from(v1beta1.RestartPolicy)
@@ -121,7 +123,14 @@ def jobs(draw: st.DrawFn) -> tuple[v1beta1.TrainingJob, Any]:
             startup_grace_seconds=st.none() | st.integers(0, 300),
         )
     )
-    return b.with_spec(failure_policy=failure_policy, run_policy=run_policy, progress=progress).build(), fw
+    # Half the jobs with progress ask for a checkpoint before every stop the operator sees coming.
+    checkpoint = (
+        draw(st.none() | st.builds(v1beta1.CheckpointSpec, grace_seconds=st.integers(1, 300)))
+        if progress is not None
+        else None
+    )
+    spec = {"failure_policy": failure_policy, "run_policy": run_policy, "progress": progress}
+    return b.with_spec(**spec, checkpoint=checkpoint).build(), fw
 
 
 class LifecycleMachine(RuleBasedStateMachine):
@@ -131,6 +140,7 @@ class LifecycleMachine(RuleBasedStateMachine):
     @precondition(lambda self: not hasattr(self, "world"))
     def start(self, data: st.DataObject) -> None:
         job, fw = data.draw(jobs())
+        job = attrs.evolve(job, metadata=attrs.evolve(job.metadata, creation_timestamp=T0 - CREATED))
         # Half the time with Kubernetes' own gang groups (the operator's default where served).
         gangs = data.draw(st.sampled_from([backend.NONE, native.BACKENDS[0]]))
         self.world = World(
@@ -180,6 +190,23 @@ class LifecycleMachine(RuleBasedStateMachine):
         """The first rank's agent prints a line, read at the next reconcile."""
         if self.world.job.spec.progress is not None:
             self.world.report(step, total)
+
+    @precondition(_ready)
+    @rule(data=st.data(), step=st.integers(0, 10**6))
+    def first_rank_checkpoints(self, data: st.DataObject, step: int) -> None:
+        """The first rank saves a checkpoint of ``step``: its own, or the one asked of it now."""
+        if self.world.job.spec.progress is None:
+            return
+        asked = self.world.status.checkpoint.requested if self.world.status.checkpoint else None
+        answers = asked is not None and data.draw(st.booleans())
+        self.world.report(step, checkpoint=step, answered=asked.number if answers and asked else None)
+
+    @precondition(_ready)
+    @rule(data=st.data(), node=st.sampled_from(["node-0", "node-1", "node-2"]))
+    def node_notice(self, data: st.DataObject, node: str) -> None:
+        """A notice says a node will go (a spot interruption), or the notice is withdrawn."""
+        if _now_and_then(data):
+            self.world.noticed ^= {node}
 
     @precondition(_ready)
     @rule(data=st.data())
@@ -357,6 +384,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         _check_in_place(inp, decision)
         _check_hangs(inp, decision, before)
         _check_progress(inp, decision, before)
+        _check_checkpoints(inp, decision, before)
+        _check_goodput(inp, decision, before)
         permanent = _permanent_exit_pending(inp)
         assert not (
             conditions.is_true(after.conditions, C.SUCCEEDED)
@@ -630,7 +659,9 @@ def _check_avoided(inp: lifecycle.Input, decision: lifecycle.Decision) -> None:
             event("a node kept off after a failure")
             assert r.node in names, f"{r.node} failed {r.pod} ({r.reason}) but is not kept off"
     if decision.create:
-        assert set(decision.keep_off) == {a.node for a in after} | inp.unhealthy, "new pods keep off them"
+        assert set(decision.keep_off) == {a.node for a in after} | inp.unhealthy | inp.noticed, (
+            "new pods keep off them, and off the nodes that will go"
+        )
     # A pod stranded by the nodes it keeps off is made again once one of them is no longer kept off.
     wanted = set(names) | inp.unhealthy
     deleted = {d.pod for d in decision.delete}
@@ -770,6 +801,65 @@ def _check_progress(
     if after.estimated_completion_time is not None:
         assert after.estimated_completion_time >= inp.now
         assert after.total_steps is not None
+
+
+def _check_goodput(
+    inp: lifecycle.Input, decision: lifecycle.Decision, before: v1beta1.TrainingJobStatus
+) -> None:
+    """Goodput's parts add up to the wall time from the job's creation to where its accounting
+    has got, none goes down, a change of state is accounted up to the moment it is seen, and the
+    clock stops as the job finishes."""
+    g0, g = before.goodput, decision.status.goodput
+    now = meta.utc(inp.now)
+    if g is None:
+        assert g0 is None, "goodput dropped"
+        return
+    assert inp.created is not None
+    assert g.wall_seconds == (g.accounted_time - inp.created).total_seconds(), (
+        "the parts add up to the wall time"
+    )
+    assert g.accounted_time <= now
+    assert g.redo_owed_seconds <= g.productive_seconds
+    if g0 is not None:
+        assert g.accounted_time >= g0.accounted_time
+        old = goodput.parts(g0)
+        assert all(s >= old[c] for c, s in goodput.parts(g).items()), "a part of the goodput went down"
+    if _finished(before):
+        assert g == g0, "accounted after the job finished"
+    elif v1beta1.state_of(decision.status.conditions) != v1beta1.state_of(before.conditions):
+        event("goodput: a change of state accounted")
+        assert g.accounted_time == now, "a change of state not accounted up to when it was seen"
+
+
+def _check_checkpoints(
+    inp: lifecycle.Input, decision: lifecycle.Decision, before: v1beta1.TrainingJobStatus
+) -> None:
+    """No request of a job that has not opted in; a stop never waits past its grace; a request is
+    written into the pods in the pass that records it, once; the checkpoint the next attempt
+    resumes from is the last one seen."""
+    spec, after = inp.spec.checkpoint, decision.status.checkpoint
+    if spec is None:
+        assert decision.ask is None, "a checkpoint asked of a job that did not opt in"
+        assert after is None or after.requested is None
+        return
+    asked = after.requested if after is not None else None
+    if asked is not None:
+        event("checkpoint: a stop waits for one")
+        assert meta.utc(inp.now) < asked.time + datetime.timedelta(seconds=spec.grace_seconds), (
+            "a stop waited past its grace"
+        )
+    old = before.checkpoint.requested if before.checkpoint is not None else None
+    if decision.ask is not None:
+        event("checkpoint: asked")
+        assert asked is not None, "asked, but not recorded"
+        assert decision.ask[0] == asked.number, "asked another number than the one recorded"
+        assert old is None, "asked again while a request waited"
+    last = after.last if after is not None else None
+    if last is not None and inp.progress is not None and inp.progress.checkpoint is not None:
+        assert last.step == inp.progress.checkpoint, "the last checkpoint seen is not the one resumed from"
+        if old is not None and inp.progress.answered is not None and inp.progress.answered >= old.number:
+            event("checkpoint: answered")
+            assert asked is None, "an answered request still waited for"
 
 
 def _at_or_after(a: datetime.datetime | None, b: datetime.datetime | None) -> bool:

@@ -61,6 +61,8 @@ class World:
         self.nodes = [f"node-{i}" for i in range(nodes)]
         self.lost: set[str] = set()
         self.unhealthy: set[str] = set()  # nodes the operator is told are unhealthy
+        self.noticed: set[str] = set()  # nodes a notice says will go
+        self.asked: dict[str, int] = {}  # the checkpoint request each pod's annotation says, by pod
         self.deleted_job = False
         # Pods the simulated apiserver refuses to create: name -> (status, message).
         self.refusing: dict[str, tuple[int, str]] = {}
@@ -254,6 +256,8 @@ class World:
             changes["attempt"] = int(labels[naming.ATTEMPT])
         if naming.OPENED in annotations:
             changes["opened"] = int(annotations[naming.OPENED])
+        if naming.CHECKPOINT_REQUEST in annotations:
+            self.asked[pod.name] = int(annotations[naming.CHECKPOINT_REQUEST])
         if annotations.get(naming.KUEUE_RETRIABLE) == "false":
             assert pod.in_queue, f"{pod.name} released, but it is in no queue"
             changes["released"] = True
@@ -474,14 +478,19 @@ class World:
         """The pod's agent finds its step unmoved for the deadline and exits (spec.progress)."""
         self.pods[name] = attrs.evolve(self.pods[name], hung_at=self.now)
 
-    def report(self, step: int, total: int | None = None) -> bool:
-        """The first rank's agent prints ``step``: read at the next reconcile, if that rank runs."""
+    def report(
+        self, step: int, total: int | None = None, checkpoint: int | None = None, answered: int | None = None
+    ) -> bool:
+        """The first rank's agent prints ``step`` (with the rank's last ``checkpoint`` and the
+        request it ``answered``): read at the next reconcile, if that rank runs."""
         defaults = lifecycle.Defaults.of(self.fw, self.job.spec)
         job = attrs.evolve(self.job, status=self.status)
         pod = progress.source(job, self.pods.values(), defaults.progress_from)
         if pod is None:
             return False
-        self.reading = progress.Reading(pod=pod.name, step=step, total=total)
+        self.reading = progress.Reading(
+            pod=pod.name, step=step, total=total, checkpoint=checkpoint, answered=answered
+        )
         return True
 
     def _started(self) -> datetime.datetime | None:

@@ -237,6 +237,9 @@ class WorldCaches:
     def unhealthy(self) -> frozenset[str]:
         return frozenset(self.w.unhealthy)
 
+    def noticed(self) -> frozenset[str]:
+        return frozenset(self.w.noticed)
+
     def in_place(self) -> bool:
         return self.w.in_place
 

@@ -195,7 +195,9 @@ def test_the_rendered_pod_has_its_agent_then_its_barrier() -> None:
             "volumeName": agent.STATE_VOLUME,
             "path": agent.ENV_FILE,
             "key": name,
-            **({"optional": True} if name == render.LAST_RESTART_REASON_ENV else {}),
+            **(
+                {"optional": True} if name in (render.LAST_RESTART_REASON_ENV, render.RESUME_STEP_ENV) else {}
+            ),
         }
         for name in render.RESTART_ENV
     }, "the restart env is what the barrier wrote; the reason is left out before any restart"
@@ -477,10 +479,11 @@ class Pod:
     def open(self, attempt: int) -> None:
         (self.attempt / "opened").write_text(f"{attempt}\n")
 
-    def annotate(self, restarts: int, reason: str) -> None:
+    def annotate(self, restarts: int, reason: str, resume: str = "") -> None:
         """The downward API writes a value as it is, with no newline."""
         (self.attempt / "restarts").write_text(str(restarts))
         (self.attempt / "reason").write_text(reason)
+        (self.attempt / "resume").write_text(resume)
 
     def env(self) -> list[str]:
         return (self.state / agent.ENV_FILE).read_text().splitlines()
@@ -536,10 +539,11 @@ def test_the_barrier_writes_the_restart_env_of_the_attempt_it_lets_start(pod: Po
         f"{render.RESTART_ATTEMPT_ENV}='0'",
         f"{render.RESTARTS_ENV}='0'",
         f"{render.LAST_RESTART_REASON_ENV}=''",
+        f"{render.RESUME_STEP_ENV}=''",
     ], "a pod made before the first restart: no reason, which the kubelet leaves out (optional)"
     barrier = pod.start("barrier")  # restarted in place; then moved, with what goes with the move
     pod.label(1)
-    pod.annotate(3, "UserCode:it's OOMKilled")
+    pod.annotate(3, "UserCode:it's OOMKilled", resume="1200")
     assert ends(barrier, 0.6) is None, "attempt 1 is not open yet"
     assert pod.env()[0] == f"{render.RESTART_ATTEMPT_ENV}='0'", "the file is the attempt that runs"
     pod.open(1)
@@ -548,7 +552,8 @@ def test_the_barrier_writes_the_restart_env_of_the_attempt_it_lets_start(pod: Po
         f"{render.RESTART_ATTEMPT_ENV}='1'",
         f"{render.RESTARTS_ENV}='3'",
         f"{render.LAST_RESTART_REASON_ENV}='UserCode:its OOMKilled'",
-    ]
+        f"{render.RESUME_STEP_ENV}='1200'",
+    ], "the next attempt resumes from the last checkpoint the operator saw"
 
 
 def test_a_new_pod_made_closed_waits_and_its_agent_does_not_restart_it(pod: Pod) -> None:

@@ -239,7 +239,7 @@ def test_every_rank_knows_its_attempt_the_restarts_and_why_the_last_happened() -
             0
         ]["env"]
     }
-    assert [fresh[n] for n in render.RESTART_ENV] == ["0", "0", ""]
+    assert [fresh[n] for n in render.RESTART_ENV] == ["0", "0", "", ""]
     record = v1beta1.FailureRecord(
         time=T0,
         replica_type="Worker",
@@ -261,7 +261,7 @@ def test_every_rank_knows_its_attempt_the_restarts_and_why_the_last_happened() -
     )
     pod = by_kind(render.render(attrs.evolve(job, status=status), pytorch.FRAMEWORK), "Pod")["tj-worker-0"]
     env = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
-    assert [env[n] for n in render.RESTART_ENV] == ["2", "2", "UserCode:OOMKilled"], (
+    assert [env[n] for n in render.RESTART_ENV] == ["2", "2", "UserCode:OOMKilled", ""], (
         "a tolerated failure is no restart"
     )
     assert pod["metadata"]["labels"][naming.ATTEMPT] == env[render.RESTART_ATTEMPT_ENV]
