@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 from testkit import operator
-from testkit.jobs import create, sample, status, wait_state
+from testkit.jobs import create, pods, sample, status, wait_state
 from testkit.kube import eventually
 
 from kubetrain.devcluster import cluster as devcluster
@@ -78,3 +78,44 @@ def test_the_first_ranks_progress_shows_in_status_get_and_describe(
     assert "step 90 of 1,000 (9%)  loss=0.4" in described.stdout, described.stdout
     assert "Time left:" in described.stdout
     assert "Hang after:   300s" in described.stdout
+
+
+def test_a_suspend_asks_every_pod_for_a_checkpoint_and_goes_once_the_first_rank_answers(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    kwok.write_agent_log(cluster, ["progress step=40 total=1000"])
+    job = sample("pytorch-ddp", progress={}, checkpoint={"graceSeconds": 300})
+    name = create(cluster, namespace, job)
+    wait_state(cluster, namespace, name, "Running", timeout=120)
+    cluster.kubectl(
+        "patch",
+        "trainingjob",
+        name,
+        "-n",
+        namespace,
+        "--type=merge",
+        "-p",
+        '{"spec":{"runPolicy":{"suspend":true}}}',
+    )
+    key = "training.kubetrain.dev/checkpoint-request"
+
+    def asked() -> dict[str, str] | None:
+        got = pods(cluster, namespace, name)
+        said = {n: (p["metadata"].get("annotations") or {}).get(key, "") for n, p in got.items()}
+        return said if said and all(v == "1" for v in said.values()) else None
+
+    said = eventually("every pod to be asked for checkpoint 1", asked, timeout=60)
+    assert len(said) == 3
+    waiting = status(cluster, namespace, name)
+    assert waiting["checkpoint"]["requested"]["reason"] == "Suspended"
+    assert waiting["state"] == "Running", "the pods stay while the first rank saves"
+    assert not any(p["metadata"].get("deletionTimestamp") for p in pods(cluster, namespace, name).values())
+    kwok.write_agent_log(cluster, ["progress step=52 total=1000 checkpoint=52 answered=1"])
+    done = wait_state(cluster, namespace, name, "Suspended", timeout=60)
+    assert done["checkpoint"]["checkpoints"][-1] == {
+        "step": 52,
+        "time": done["checkpoint"]["checkpoints"][-1]["time"],
+        "answered": "Suspended",
+    }
+    assert done["checkpoint"]["answered"] == 1
+    assert "requested" not in done["checkpoint"]
