@@ -24,8 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api import validation
-from kubetrain.operator import accelerators, expansion, intake
-from kubetrain.operator.frameworks import registry
+from kubetrain.operator import expansion, intake
 from kubetrain.operator.runtime import client
 from kubetrain.operator.webhooks import dryrun, runtimes, validating
 
@@ -35,18 +34,8 @@ __all__ = ["STAND_IN_SUFFIX", "Expansion"]
 STAND_IN_SUFFIX = "xxxxx"
 
 
-class Expansion:
+class Expansion(validating.Reviewer):
     """The webhook: expand, check, and answer with the expanded spec as a patch."""
-
-    def __init__(
-        self,
-        api: client.Client,
-        frameworks: registry.Registry | None = None,
-        accelerator_config: accelerators.Config | None = None,
-    ) -> None:
-        self.api = api.ungated(qps=validating.DRY_RUN_QPS, burst=validating.DRY_RUN_BURST)
-        self.frameworks = frameworks or registry.default()
-        self.accelerators = accelerator_config
 
     async def review(self, body: Mapping[str, Any]) -> dict[str, Any]:
         request = body.get("request") or {}

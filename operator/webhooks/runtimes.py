@@ -21,8 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api import v1beta1, validation, wire
-from kubetrain.operator import accelerators, expansion, intake
-from kubetrain.operator.frameworks import registry
+from kubetrain.operator import expansion, intake
 from kubetrain.operator.runtime import client
 from kubetrain.operator.webhooks import dryrun, validating
 
@@ -91,18 +90,8 @@ def trial_job(
     }
 
 
-class RuntimeAdmission:
+class RuntimeAdmission(validating.Reviewer):
     """The validating webhook of both runtime kinds."""
-
-    def __init__(
-        self,
-        api: client.Client,
-        frameworks: registry.Registry | None = None,
-        accelerator_config: accelerators.Config | None = None,
-    ) -> None:
-        self.api = api.ungated(qps=validating.DRY_RUN_QPS, burst=validating.DRY_RUN_BURST)
-        self.frameworks = frameworks or registry.default()
-        self.accelerators = accelerator_config
 
     async def review(self, body: Mapping[str, Any]) -> dict[str, Any]:
         request = body.get("request") or {}

@@ -40,7 +40,7 @@ from kubetrain.operator.frameworks import registry
 from kubetrain.operator.runtime import client
 from kubetrain.operator.webhooks import dryrun
 
-__all__ = ["Admission", "answer", "errors", "response"]
+__all__ = ["Admission", "Reviewer", "answer", "errors", "response"]
 
 API_VERSION = "admission.k8s.io/v1"
 # Up to 6 dry runs per review (2 replica types): ~30 reviews a second, 60 at once.
@@ -48,8 +48,9 @@ DRY_RUN_QPS = 200.0
 DRY_RUN_BURST = 400
 
 
-class Admission:
-    """The webhook: the checks of :func:`errors`, then the apiserver's dry run."""
+class Reviewer:
+    """What every admission webhook of the manager holds: a client of its own for reads and dry
+    runs, the framework registry, and the operator's accelerator config (which dry runs apply)."""
 
     def __init__(
         self,
@@ -63,6 +64,10 @@ class Admission:
         self.api = api.ungated(qps=DRY_RUN_QPS, burst=DRY_RUN_BURST)
         self.frameworks = frameworks or registry.default()
         self.accelerators = accelerator_config
+
+
+class Admission(Reviewer):
+    """The webhook: the checks of :func:`errors`, then the apiserver's dry run."""
 
     async def review(self, body: Mapping[str, Any]) -> dict[str, Any]:
         request = body.get("request") or {}
