@@ -11,8 +11,10 @@ TrainingRuntimes. A runtime is admitted when it decodes, what it builds on resol
 loop, not of another namespace), and a trial job made from it — the runtime's own spec, given an
 image and a command where the runtime leaves them to the job — passes every check a job passes
 (:mod:`~kubetrain.operator.intake`) and the apiserver's dry run of its pods
-(:mod:`~kubetrain.operator.webhooks.dryrun`), every error said in the runtime's terms. So a
-runtime that cannot produce runnable pods is refused when it is written, not when a job is.
+(:mod:`~kubetrain.operator.webhooks.dryrun`), every error said in the runtime's terms — and, if
+it has accelerator profiles, a second one requesting each accelerator, so that the pods a
+profile equips are dry-run too. So a runtime that cannot produce runnable pods is refused when it
+is written, not when a job is.
 """
 
 from __future__ import annotations
@@ -122,15 +124,36 @@ class RuntimeAdmission(validating.Reviewer):
         label = str(v1beta1.RuntimeRef(kind=kind, name=str(name)))
         try:
             job = trial_job(runtime, namespace, resolve)
+        except validation.ValidationError as e:
+            return list(e.errors), ()  # its runtimeRef: the runtime's own field
+        found, warnings, expanded = await self._trial(job, resolve, label)
+        # The trial job requests no accelerator, so no profile was applied to its pods: a second
+        # one requests one of each, and what its pods get (env, host volumes, tolerations) is
+        # checked too, else a bad profile is only found by the first job that requests one.
+        requested = sorted((expanded.runtime.spec.get("accelerators") or {}) if expanded else ())
+        if found or not requested:
+            return found, warnings
+        job["spec"]["trainer"]["resourcesPerNode"] = {"limits": dict.fromkeys(requested, 1)}
+        more, also, _expanded = await self._trial(job, resolve, label)
+        said = f"a job requesting {', '.join(requested)}"
+        return [
+            validation.FieldError(path=("spec", "accelerators"), message=f"{said}: {e}") for e in more
+        ], tuple(dict.fromkeys((*warnings, *also)))
+
+    async def _trial(
+        self, job: Mapping[str, Any], resolve: expansion.Resolve, label: str
+    ) -> tuple[list[validation.FieldError], tuple[str, ...], expansion.Expanded | None]:
+        """What admission says of the trial ``job``, in the runtime's terms; the expansion."""
+        try:
             expanded = expansion.expand(job, resolve, self.frameworks)
         except validation.ValidationError as e:
-            return list(e.errors), ()  # its runtimeRef, or its trainer section: the runtime's own fields
+            return list(e.errors), (), None  # its trainer section: the runtime's own fields
         try:
             decoded = intake.decode(expanded.obj, self.frameworks, weigh=True)
         except validation.ValidationError as e:
-            return [_in_runtime(expanded, label, err) for err in e.errors], ()
+            return [_in_runtime(expanded, label, err) for err in e.errors], (), expanded
         verdict = await dryrun.check(self.api, decoded.job, decoded.framework, self.accelerators)
-        return [_in_runtime(expanded, label, err) for err in verdict.errors], verdict.warnings
+        return [_in_runtime(expanded, label, err) for err in verdict.errors], verdict.warnings, expanded
 
 
 def _in_runtime(

@@ -3,6 +3,7 @@ and errors said in the terms of whoever wrote the field (kubetrain.operator.expa
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
@@ -438,3 +439,44 @@ def test_a_jobs_own_field_of_the_wrong_type_is_refused_at_its_path_not_a_crash(
     assert any(
         validation.format_path(e.path) == path and message in e.message for e in refused.value.errors
     ), refused.value.errors
+
+
+def test_a_runtimes_accelerator_profile_is_dry_run_in_a_job_that_requests_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The trial job of a runtime requests no accelerator, so a profile the apiserver refuses in a
+    # pod (a toleration's operator) was admitted and only found by the first job asking for a GPU.
+    # (Found by the hostile-input generator: a stored runtime whose short job was refused.)
+    from kubetrain.operator.webhooks import dryrun, runtimes
+
+    asked: list[Any] = []
+
+    async def dry_run(_api: Any, job: Any, _fw: Any, _config: Any = None) -> dryrun.Verdict:
+        asked.append(job)
+        pod = job.spec.replica_specs["Worker"].template["spec"]
+        bad = [i for i, t in enumerate(pod.get("tolerations", [])) if t.get("operator") == "Maybe"]
+        path = ("spec", "replicaSpecs", "Worker", "template", "spec", "tolerations", *bad[:1], "operator")
+        return dryrun.Verdict(
+            errors=tuple(validation.FieldError(path=path, message="Unsupported value") for _ in bad)
+        )
+
+    class Api:
+        def ungated(self, **_: Any) -> Api:
+            return self
+
+    monkeypatch.setattr(runtimes.dryrun, "check", dry_run)
+    hook = runtimes.RuntimeAdmission(Api())  # type: ignore[arg-type]
+    good = runtime(accelerators={"nvidia.com/gpu": {"tolerations": [{"key": "g", "operator": "Exists"}]}})
+    assert asyncio.run(hook.check(good, None)) == ([], ())
+    assert len(asked) == 2  # the trial job, and one requesting a GPU (with the toleration)
+    assert asked[1].spec.replica_specs["Worker"].template["spec"]["tolerations"] == [
+        {"key": "g", "operator": "Exists"}
+    ]
+    bad = runtime(accelerators={"nvidia.com/gpu": {"tolerations": [{"operator": "Maybe"}]}})
+    (error,), _warnings = asyncio.run(hook.check(bad, None))
+    assert validation.format_path(error.path) == "spec.accelerators"
+    assert error.message.startswith("a job requesting nvidia.com/gpu: ")
+    assert "tolerations[0].operator" in error.message
+    asked.clear()
+    assert asyncio.run(hook.check(runtime(), None)) == ([], ())
+    assert len(asked) == 1  # no profile: one trial
