@@ -211,8 +211,8 @@ int main(int argc, char **argv) {
 
 
 # Elastic PyTorch under torchrun: the world re-forms after a pod is replaced alone (scope Pod), so
-# the program keeps its step and weights in a checkpoint on a volume both pods mount, and plays
-# its chaos once per run of the job (a marker on that volume), whichever process it is then.
+# the program keeps its step and weights in a checkpoint on a volume both pods mount, and kills
+# its agent once per run of the job (a marker on that volume), whichever process it is then.
 ELASTIC = f"""
 import datetime, json, os, signal, time
 from pathlib import Path
@@ -261,9 +261,6 @@ for step in range(state["step"] + 1, STEPS + 1):
         print(f"rank {{rank}}: killing its torchrun agent at step {{step}}", flush=True)
         os.kill(os.getppid(), signal.SIGKILL)
         time.sleep(60)
-    if step == 10 and rank == 0 and once("hung"):
-        print(f"rank {{rank}}: stuck at step {{step}}", flush=True)
-        time.sleep(3600)
     time.sleep(0.1)
 weights = [round(w.item(), 6), round(b.item(), 6)]
 print("KUBETRAIN-RESULT " + json.dumps({{"rank": rank, "restarts": 2, "first": first, "final": final,
@@ -352,7 +349,7 @@ def test_open_mpi_trains_restarts_by_its_rule_and_is_found_hung(
     check(localrun.run(chaotic(job.build()), tmp_path, timeout=TIMEOUT), ranks=ranks)
 
 
-def test_elastic_torch_replaces_a_lost_or_hung_worker_alone_and_training_carries_on(
+def test_elastic_torch_replaces_a_lost_worker_alone_and_training_carries_on(
     torch_version: str, tmp_path: Path
 ) -> None:
     tmpl = localrun.with_command(
@@ -365,14 +362,21 @@ def test_elastic_torch_replaces_a_lost_or_hung_worker_alone_and_training_carries
     elastic = v1beta1.ElasticPolicy(min_replicas=2, max_replicas=2, rdzv_conf={"last_call_timeout": "1"})
     job = a_job("el").framework("pytorch", pytorch=v1beta1.PyTorchOptions(elastic=elastic))
     job = chaotic(job.replicas("Worker", 2, tmpl=tmpl).build())
-    spec = attrs.evolve(job.spec, failure_policy=attrs.evolve(job.spec.failure_policy, restart_scope=None))
-    job = attrs.evolve(job, spec=spec)  # elastic: the lost pod alone is replaced (scope Pod)
+    # Elastic: the lost pod alone is replaced (scope Pod). No hang deadline: while a world
+    # re-forms every rank waits in torchrun's rendezvous, its step still, and a deadline shorter
+    # than the rendezvous would find them all hung (the hang path is DDP's, above).
+    spec = attrs.evolve(
+        job.spec,
+        failure_policy=attrs.evolve(job.spec.failure_policy, restart_scope=None),
+        progress=v1beta1.ProgressSpec(),
+    )
+    job = attrs.evolve(job, spec=spec)
 
     ran = localrun.run(job, tmp_path, timeout=TIMEOUT)
 
     status = ran.outcome.job.status
     assert any(f.rule == "crashed" and f.exit_code == 137 for f in status.failures), status.failures
-    assert any(f.reason == "ProgressDeadlineExceeded" for f in status.failures), status.failures
+    assert status.restarts.total == 1, status.failures  # the lost worker, once
     said = [json.loads(line.split(" ", 1)[1]) for line in ran.lines() if line.startswith("KUBETRAIN-RESULT ")]
     assert sorted(r["rank"] for r in said) == [0, 1]
     for r in said:
