@@ -37,9 +37,9 @@ __all__ = [
     "arguments",
     "bodies",
     "by_flag",
+    "refuse_runtime_flags",
     "replicas_cell",
     "rows",
-    "refuse_runtime_flags",
     "runtime_arguments",
     "state_cell",
 ]
