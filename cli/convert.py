@@ -2,10 +2,11 @@
 
 ``kubetrain convert FILE`` (``-``: standard input) reads every document of FILE — the first
 operators' TfJob, MXJob, Caffe2Job and ChainerJob as their documentation printed them,
-Kubeflow v1's kinds, MPI Operator's MPIJob, or a TrainingJob of either version — and prints
-v1beta1 TrainingJobs, ready for ``kubectl apply -f -``. Whatever a TrainingJob does not
-carry over is a ``warning: FILE:LINE: path: message`` line on standard error; input it
-cannot read is an error with its line and field path, and nothing is printed.
+Kubeflow v1's kinds, MPI Operator's MPIJob, Kubeflow Trainer v2's TrainJob and runtimes, or a
+TrainingJob of either version — and prints v1beta1 TrainingJobs (and runtimes), ready for
+``kubectl apply -f -``. Whatever a TrainingJob does not carry over is a
+``warning: FILE:LINE: path: message`` line on standard error; input it cannot read is an error
+with its line and field path, and nothing is printed.
 ``--to APIVERSION/KIND`` writes TrainingJobs back as an old kind, where it can express them.
 """
 
@@ -32,7 +33,7 @@ def arguments(_verb: str, p: argparse.ArgumentParser) -> None:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from kubetrain.api import documents, scheme, validation
+    from kubetrain.api import documents, validation
     from kubetrain.convert import document
 
     try:
@@ -44,11 +45,13 @@ def _convert(args: argparse.Namespace) -> int:
     for doc in docs:
         try:
             converted = document.convert(doc.data)
-            if args.to:
+            if args.to and converted.job is None:
+                raise errors.CommandError(f"{doc.where(())}: --to writes TrainingJobs only")
+            if args.to and converted.job is not None:
                 out.append(document.back(converted.job, *_target(args.to)))
             else:
                 # Plain JSON data: the encoded job holds enums, which YAML's safe dumper refuses.
-                out.append(json.loads(json.dumps(scheme.encode(converted.job))))
+                out.append(json.loads(json.dumps(converted.encoded())))
         except validation.ValidationError as e:
             raise errors.CommandError(str(doc.explain(e))) from None
         warnings += [

@@ -3,8 +3,10 @@
 :func:`convert` picks the :class:`~kubetrain.convert.kinds.Kind` by apiVersion and kind —
 a TrainingJob of either version passes through, as v1beta1 — reads the document, and then
 checks the result exactly as admission would (:func:`kubetrain.operator.intake.decode`), so
-what ``kubetrain convert`` prints is a job the cluster accepts. :func:`back` writes a
-TrainingJob as an old kind, where that kind can express it.
+what ``kubetrain convert`` prints is a job the cluster accepts. Kubeflow Trainer v2's kinds
+give what is not a whole job: a runtime, or a job made from one (``spec.runtimeRef``), whole
+only once expanded; their converters check them themselves, and :attr:`Converted.document`
+holds them. :func:`back` writes a TrainingJob as an old kind, where that kind can express it.
 """
 
 from __future__ import annotations
@@ -22,10 +24,19 @@ __all__ = ["KINDS", "Converted", "back", "convert", "kind_of"]
 
 
 def _all_kinds() -> tuple[kinds.Kind, ...]:
-    from kubetrain.convert import caffe2job, chainerjob, kubeflow, mpijob, mxjob, tfjob
+    from kubetrain.convert import (
+        caffe2job,
+        chainerjob,
+        kubeflow,
+        mpijob,
+        mxjob,
+        tfjob,
+        trainingruntime,
+        trainjob,
+    )
 
     found: list[kinds.Kind] = []
-    for module in (tfjob, mxjob, caffe2job, chainerjob, kubeflow, mpijob):
+    for module in (tfjob, mxjob, caffe2job, chainerjob, kubeflow, mpijob, trainjob, trainingruntime):
         for kind in module.KINDS:
             for other in found:
                 clash = {(v, k) for v in kind.api_versions for k in (kind.kind, *kind.spellings)} & {
@@ -42,8 +53,13 @@ KINDS = _all_kinds()
 
 @attrs.frozen(kw_only=True)
 class Converted:
-    job: v1beta1.TrainingJob
+    job: v1beta1.TrainingJob | None = None  # a whole TrainingJob, as admission decodes it
+    document: dict[str, Any] | None = None  # else the converted document: a runtime, or a short job
     notes: tuple[notes.Note, ...] = ()
+
+    def encoded(self) -> dict[str, Any]:
+        """What ``kubetrain convert`` prints: plain wire data."""
+        return scheme.encode(self.job) if self.job is not None else dict(self.document or {})
 
 
 def kind_of(data: Mapping[str, Any]) -> kinds.Kind | None:
@@ -67,6 +83,8 @@ def convert(data: Any) -> Converted:
     out = kind.to_job(doc)
     doc.finish()
     findings.check()
+    if out.get("kind") != v1beta1.KIND or "runtimeRef" in out.get("spec", {}):
+        return Converted(document=out, notes=tuple(findings.notes))
     return Converted(job=_kept_host_names(_admitted(out)), notes=tuple(findings.notes))
 
 

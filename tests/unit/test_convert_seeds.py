@@ -713,7 +713,7 @@ def test_the_conversions_docs_migrating_shows_are_what_kubetrain_convert_prints(
     root = LEGACY.parents[1]
     text = (root / "docs" / "migrating.md").read_text()
     blocks = [b.split("```")[0] for b in text.split("```console\n$ kubetrain convert samples/legacy/")[1:]]
-    assert len(blocks) == 13  # one per first kind, and every Kubeflow sample
+    assert len(blocks) == 15  # one per first kind, every Kubeflow sample, a Trainer v2 job and runtime
     monkeypatch.chdir(root)
     for block in blocks:
         name, shown = block.split("\n", 1)
