@@ -94,8 +94,11 @@ def apply(
             timeout=60,
             interval=0.2,
         )
-    if later:
-        c.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(later))
+    # One at a time: before the manager answers, the runtimes' webhook (failurePolicy Ignore) may
+    # wait out its timeout for each (no kube-proxy routes to its Service here), which eleven in
+    # one apply would add up past kubectl's minute.
+    for obj in later:
+        c.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump(obj))
 
 
 def phases(objects: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -79,6 +79,9 @@ def admission_policy() -> list[dict[str, Any]]:
                 ],
             },
             "matchConditions": [
+                # False (the policy skipped) before the others are evaluated into an error: a job
+                # without a framework is the schema's to refuse, with the field named.
+                {"name": "has-framework", "expression": "has(object.spec) && has(object.spec.framework)"},
                 {"name": "host-names-unset", "expression": _UNSET},
                 {"name": "not-elastic", "expression": _NOT_ELASTIC},
                 # A job made from a runtime is given it by its expansion, after the runtime's

@@ -76,7 +76,11 @@ class Admission(Reviewer):
         said = _deprecated(job)
         if job is None or fw is None or found or (old is not None and _same_spec(new, old)):
             return response(request, found, said)
-        if old is None and job.spec.runtime_ref is not None:
+        if (
+            old is None
+            and job.spec.runtime_ref is not None
+            and (new or {}).get("apiVersion") == v1beta1.API_VERSION
+        ):
             return response(request, found, said)  # made from a runtime: the expansion dry-ran it
         if not job.metadata.namespace:
             job = attrs.evolve(job, metadata=attrs.evolve(job.metadata, namespace=request.get("namespace")))

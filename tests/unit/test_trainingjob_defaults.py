@@ -57,7 +57,8 @@ def test_the_policy_asks_the_same_as_on_create_and_is_what_config_defaults_holds
     assert binding["spec"]["policyName"] == policy["metadata"]["name"]
     assert (ROOT / defaults.POLICY_PATH).read_text() == defaults.render()
     assert (
-        "../defaults" in yaml.safe_load((ROOT / "config/operator/kustomization.yaml").read_text())["resources"]
+        "../defaults"
+        in yaml.safe_load((ROOT / "config/operator/kustomization.yaml").read_text())["resources"]
     )
 
 
