@@ -3,6 +3,11 @@
 Nothing is injected into the pods but what kubetrain renders: no host files, no IPs. The
 ranks meet at the Service names kubetrain creates, which CoreDNS resolves to pod IPs on the
 nodes' bridges; what they print is read back with ``kubectl logs``.
+
+The DDP and MPI jobs are short jobs (samples/v1beta1/short) made from the shipped runtimes
+(config/runtimes: torch-distributed, mpi-distributed), expanded as the operator's mutating
+webhook expands them at creation (``jobs.short``): what runs here is what a user of the
+runtimes gets.
 """
 
 from __future__ import annotations
@@ -17,22 +22,24 @@ pytestmark = pytest.mark.usefixtures("running_operator")
 
 
 def test_pytorch_ddp_trains_to_a_lower_loss_and_succeeds(cluster: devcluster.Cluster, namespace: str) -> None:
-    # Workers may still be running when the Master succeeds: keep their pods to read their logs.
-    name = jobs.create(cluster, namespace, jobs.sample("pytorch-ddp", runPolicy__cleanPodPolicy="None"))
+    # torch-distributed: Workers only, rank 0 on Worker 0, one Service for the job (PerJob).
+    # Workers may still be running when the job succeeds: keep their pods to read their logs.
+    job = jobs.short("torch-distributed", numNodes=3, runPolicy__cleanPodPolicy="None")
+    name = jobs.create(cluster, namespace, job)
     s = jobs.wait_state(cluster, namespace, name, "Succeeded", timeout=240)
-    assert s["replicaStatuses"]["Master"]["succeeded"] == 1
+    assert s["replicaStatuses"]["Worker"]["succeeded"] == 3
 
     pods = jobs.pods(cluster, namespace, name)
-    assert sorted(pods) == [f"{name}-master-0", f"{name}-worker-0", f"{name}-worker-1"]
+    assert sorted(pods) == [f"{name}-worker-0", f"{name}-worker-1", f"{name}-worker-2"]
+    first = f"{name}-worker-0.{name}.{namespace}.svc"  # Worker 0's host name under the job's Service
     outcome = {}
     for pod_name, pod in pods.items():
         # Only the cluster's DNS: no host aliases, and the nameserver is CoreDNS's address.
         assert not pod["spec"].get("hostAliases")
         assert pod["spec"].get("dnsPolicy", "ClusterFirst") == "ClusterFirst"
+        assert jobs.env_of(pod)["MASTER_ADDR"] == first, pod_name
         text = logs(cluster, namespace, pod_name)
-        assert f"resolving {name}-master-0.{namespace}.svc" in text or f"resolving {name}-master-0" in text, (
-            text
-        )
+        assert f"resolving {first}: " in text, text
         (result,) = results(text)
         outcome[result["rank"]] = result
     assert sorted(outcome) == [0, 1, 2]
@@ -44,15 +51,15 @@ def test_pytorch_ddp_trains_to_a_lower_loss_and_succeeds(cluster: devcluster.Clu
     assert len(weights) == 1
     assert abs(outcome[0]["weight"] - 3) < 0.05
     assert abs(outcome[0]["bias"] - 2) < 0.05
-    # The master's pod IP is what the workers resolved.
-    master_ip = pods[f"{name}-master-0"]["status"]["podIP"]
-    assert f": {master_ip}" in logs(cluster, namespace, f"{name}-worker-1")
+    # Worker 0's pod IP is what the last worker resolved.
+    first_ip = pods[f"{name}-worker-0"]["status"]["podIP"]
+    assert f"resolving {first}: {first_ip}" in logs(cluster, namespace, f"{name}-worker-2")
 
 
 def test_a_restarted_ddp_job_resumes_from_its_checkpoint_and_each_rank_knows_why(
     cluster: devcluster.Cluster, namespace: str, shared_dir: str
 ) -> None:
-    name = jobs.create(cluster, namespace, resumed.ddp_job(shared_dir))
+    name = jobs.create(cluster, namespace, resumed.short_ddp_job(shared_dir))
     s = jobs.wait_state(cluster, namespace, name, "Succeeded", timeout=300)
     assert s["restarts"].get("userCode", 0) >= 1, s
     for pod in jobs.pods(cluster, namespace, name).values():
@@ -64,7 +71,8 @@ def test_a_restarted_ddp_job_resumes_from_its_checkpoint_and_each_rank_knows_why
 def test_mpirun_reaches_the_workers_over_the_rendered_hostfile(
     host_names: str, cluster: devcluster.Cluster, namespace: str
 ) -> None:
-    name = jobs.create(cluster, namespace, jobs.sample("mpi-allreduce", network__hostNames=host_names))
+    # mpi-distributed: the Launcher runs the short job's mpirun, the runtime's Workers run sshd.
+    name = jobs.create(cluster, namespace, jobs.short("mpi-distributed", network__hostNames=host_names))
     jobs.wait_state(cluster, namespace, name, "Succeeded", timeout=180)
     services = cluster.kubectl("get", "services", "-n", namespace, "-o", "name").stdout.split()
     if host_names == "PerJob":  # one Service for the job, whose name is every pod's subdomain

@@ -11,9 +11,17 @@ import yaml
 from kubetrain.api import naming
 from kubetrain.devcluster import cluster as devcluster
 from kubetrain.devcluster import kwok
+from kubetrain.operator import expansion
 from testkit.kube import eventually
 
-SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "samples" / "v1beta1"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "samples" / "v1beta1"
+SHORT = SAMPLES / "short"
+RUNTIMES = ROOT / "config" / "runtimes"
+# The fields of spec.trainer: a change of :func:`short` that starts with one is the trainer's.
+TRAINER_FIELDS = frozenset(
+    {"image", "command", "args", "env", "numNodes", "resourcesPerNode", "procsPerNode"}
+)
 RESOURCE = "trainingjobs.v1beta1.training.kubetrain.dev"
 JOB = naming.JOB_NAME
 ATTEMPT = naming.ATTEMPT
@@ -33,6 +41,38 @@ def sample(name: str, restart_policy: str | None = None, **changes: Any) -> dict
             node = node.setdefault(p, {})
         node[leaf] = value
     return job
+
+
+def short(name: str, **changes: Any) -> dict[str, Any]:
+    """samples/v1beta1/short/NAME.yaml, changed, expanded against the shipped runtimes.
+
+    A change whose first part is a trainer field sets it in ``spec.trainer`` (``numNodes=3``,
+    ``args=[...]``); any other ``a__b=v`` sets ``spec.a.b``, as :func:`sample`'s do. The changes
+    go into the short job, so the expansion merges the job-level ones over the runtime by its
+    rules (objects key by key, lists of named items by name: a ``volumes`` or a container named
+    as the runtime's merges into it). Then the job is expanded against config/runtimes by the
+    code the operator's mutating webhook runs at creation: the cluster tiers' operator runs
+    without webhooks, so a short job is created expanded, as a deployed cluster would store it.
+    """
+    job: dict[str, Any] = yaml.safe_load((SHORT / f"{name}.yaml").read_text())
+    spec = job["spec"]
+    for path, value in changes.items():
+        parts = path.split("__")
+        *parents, leaf = parts
+        node = spec["trainer"] if parts[0] in TRAINER_FIELDS else spec
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = value
+    return expansion.expand(job, shipped_runtimes()).obj
+
+
+def shipped_runtimes() -> expansion.Resolve:
+    """The ClusterTrainingRuntimes of config/runtimes, as the expansion reads them."""
+    return expansion.from_documents(
+        yaml.safe_load(p.read_text())
+        for p in sorted(RUNTIMES.glob("*.yaml"))
+        if p.name != "kustomization.yaml"
+    )
 
 
 def create(c: devcluster.Cluster, namespace: str, job: dict[str, Any]) -> str:

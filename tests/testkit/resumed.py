@@ -1,9 +1,10 @@
 """A DDP job that fails once and resumes: the sample with a shared checkpoint, and what its ranks say.
 
-The last rank of samples/v1beta1/pytorch-ddp.yaml fails at step 130 of attempt 0; rank 0
-checkpoints every 20 steps to a hostPath both real nodes share. The whole world restarts
-(PyTorch's scope), and every rank of attempt 1 must go on from the checkpoint — however the
-restart was carried out.
+The last rank of samples/v1beta1/pytorch-ddp.yaml (:func:`ddp_job`), or of the short job
+samples/v1beta1/short/torch-distributed.yaml on three nodes (:func:`short_ddp_job`, through the
+shipped runtime), fails at step 130 of attempt 0; rank 0 checkpoints every 20 steps to a hostPath
+both real nodes share. The whole world restarts (PyTorch's scope), and every rank of attempt 1
+must go on from the checkpoint — however the restart was carried out.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from testkit import jobs
 from testkit.pods import logs, results
 
 FAIL_AT_STEP = 130
+FLAGS = ["--checkpoint=/checkpoint", f"--fail-at-step={FAIL_AT_STEP}"]
 
 
 def ddp_job(shared_dir: str, **changes: Any) -> dict[str, Any]:
@@ -24,10 +26,36 @@ def ddp_job(shared_dir: str, **changes: Any) -> dict[str, Any]:
     for rs in job["spec"]["replicaSpecs"].values():
         spec = rs["template"]["spec"]
         main = spec["containers"][0]
-        main["command"] = [*main["command"], "--checkpoint=/checkpoint", f"--fail-at-step={FAIL_AT_STEP}"]
+        main["command"] = [*main["command"], *FLAGS]
         main["volumeMounts"] = [{"name": "checkpoint", "mountPath": "/checkpoint"}]
         spec["volumes"] = [{"name": "checkpoint", "hostPath": {"path": shared_dir, "type": "Directory"}}]
     return job
+
+
+def short_ddp_job(shared_dir: str, **changes: Any) -> dict[str, Any]:
+    """The torch-distributed short job on three nodes (ranks 0-2, rank 0 on Worker 0) through the
+    shipped runtime, checkpointing to ``shared_dir``, its last rank failing once; ``changes`` as
+    :func:`testkit.jobs.short`'s.
+
+    The trainer's ``args`` follow the short job's command; the volume is a job-level override,
+    merged into the runtime's ``pytorch`` container by name."""
+    checkpoint = {
+        "containers": [
+            {"name": "pytorch", "volumeMounts": [{"name": "checkpoint", "mountPath": "/checkpoint"}]}
+        ],
+        "volumes": [{"name": "checkpoint", "hostPath": {"path": shared_dir, "type": "Directory"}}],
+    }
+    return jobs.short(
+        "torch-distributed",
+        **{
+            "numNodes": 3,
+            "args": FLAGS,
+            "runPolicy__cleanPodPolicy": "None",
+            "runPolicy__backoffLimit": 10,
+            "replicaSpecs__Worker__template__spec": checkpoint,
+            **changes,
+        },
+    )
 
 
 def assert_resumed(c: devcluster.Cluster, namespace: str, name: str) -> None:
