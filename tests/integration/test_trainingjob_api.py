@@ -117,11 +117,20 @@ def test_printer_columns_as_kubectl_shows_them(
         type="merge",
     )
     table = cluster.kubectl("get", "tj", "cols", "-n", namespace).stdout.splitlines()
-    assert table[0].split() == ["NAME", "STATE", "SCHEDULING", "STEP", "RESTARTS", "AGE"]
+    assert table[0].split() == ["NAME", "STATE", "SCHEDULING", "STEP", "GOODPUT", "RESTARTS", "AGE"]
     # A job placed at once has no Scheduled condition: the column is blank.
     assert table[1].split()[:3] == ["cols", "Succeeded", "3"]
     wide = cluster.kubectl("get", "tj", "cols", "-n", namespace, "-o", "wide").stdout.splitlines()
-    assert wide[0].split() == ["NAME", "STATE", "SCHEDULING", "STEP", "RESTARTS", "INFRA-RESTARTS", "AGE"]
+    assert wide[0].split() == [
+        "NAME",
+        "STATE",
+        "SCHEDULING",
+        "STEP",
+        "GOODPUT",
+        "RESTARTS",
+        "INFRA-RESTARTS",
+        "AGE",
+    ]
     assert wide[1].split()[:4] == ["cols", "Succeeded", "3", "1"]
     job.patch(
         {
