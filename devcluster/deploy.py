@@ -24,6 +24,7 @@ its defaults (``config/defaults``): the policy's type converter learns a new CRD
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import json
 import pathlib
 import subprocess
@@ -94,11 +95,16 @@ def apply(
             timeout=60,
             interval=0.2,
         )
-    # One at a time: before the manager answers, the runtimes' webhook (failurePolicy Ignore) may
-    # wait out its timeout for each (no kube-proxy routes to its Service here), which eleven in
-    # one apply would add up past kubectl's minute.
-    for obj in later:
-        c.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump(obj))
+    # Each in an apply of its own, all at once: before the manager answers, the runtimes' webhook
+    # (failurePolicy Ignore) may wait out its timeout for each (no kube-proxy routes to its Service
+    # here), which eleven in one apply would add up past kubectl's minute.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(later))) as pool:
+        done = [
+            pool.submit(c.kubectl, "apply", "--server-side", "-f", "-", input=yaml.safe_dump(obj))
+            for obj in later
+        ]
+        for future in done:
+            future.result()
 
 
 def phases(objects: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
