@@ -122,6 +122,10 @@ bench-admission: install control-plane ## admission latency (p50/p99) with and w
 bench-restarts: install control-plane ## restarts on real nodes: a rank's failure to every rank back in the rendezvous (p50 of 10)
 	$(BIN_PATH) $(BENCH_PATH) $(BIN)/python bench/restart_bench.py $(BENCH_ARGS)
 
+.PHONY: bench-checkpoint
+bench-checkpoint: install control-plane ## checkpoint before a stop on real nodes: steps redone per stop with and without, goodput
+	$(BIN_PATH) $(BENCH_PATH) $(BIN)/python bench/checkpoint_bench.py $(BENCH_ARGS)
+
 .PHONY: dev
 dev: install control-plane ## a local control plane in the foreground (Ctrl-C stops it)
 	$(BIN_PATH) $(BIN)/kubetrain dev up

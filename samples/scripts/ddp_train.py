@@ -10,13 +10,19 @@ With ``--logdir``, each rank also writes its loss at every step for TensorBoard,
 
 With ``--checkpoint DIR`` (a volume every rank sees), rank 0 saves the model, the optimizer and
 the step there every ``--checkpoint-every`` steps, and every rank of a later attempt resumes from
-it: the loss goes on from where it was, not from the start. Each rank reads what kubetrain tells
+it: the loss goes on from where it was, not from the start. With ``spec.checkpoint`` rank 0 also
+saves when kubetrain asks before a stop it sees coming, and answers; ``--pause-after-answer
+SECONDS`` then holds the training that long at most for the stop to come (the steps run after the
+answer would be thrown away with it). Each rank reads what kubetrain tells
 it of its attempt — KUBETRAIN_RESTART_ATTEMPT, KUBETRAIN_RESTARTS, KUBETRAIN_LAST_RESTART_REASON —
 and prints it. ``--fail-at-step N`` (or ``--fail-after SECONDS`` past the rendezvous) makes the last
 rank exit with code 1 in attempt 0 (in every attempt below ``--fail-attempts``), to show restarts.
 ``--hang-at-step N`` makes the last rank stop for good at step N instead, in every attempt below
 ``--hang-attempts``: it neither exits nor crashes, and the other ranks wait for it in that step's
 all-reduce — a hang, as a dead peer or a stuck collective makes one. SIGTERM still ends it.
+``--step-seconds`` makes every step take at least that long (a steady pace, as a real model's),
+``--log-every`` prints a step line every that many steps (50), and rank 0 says each checkpoint it
+saves.
 
 Every rank reports its progress after each step — the steps done, the total and the loss — to
 the file kubetrain names in KUBETRAIN_PROGRESS_FILE when the job has ``spec.progress`` (through
@@ -64,6 +70,14 @@ def main() -> int:
         "--hang-at-step", type=int, default=None, help="the last rank stops for good here, in attempt 0"
     )
     parser.add_argument("--hang-attempts", type=int, default=1, help="hang in every attempt below this")
+    parser.add_argument("--step-seconds", type=float, default=0.0, help="each step takes at least this long")
+    parser.add_argument("--log-every", type=int, default=50, help="print a step line every this many steps")
+    parser.add_argument(
+        "--pause-after-answer",
+        type=float,
+        default=0.0,
+        help="after answering a checkpoint request, wait this long at most for the stop before going on",
+    )
     args = parser.parse_args()
     attempt = int(os.environ.get("KUBETRAIN_RESTART_ATTEMPT", "0"))
     restarts = int(os.environ.get("KUBETRAIN_RESTARTS", "0"))
@@ -105,6 +119,7 @@ def main() -> int:
     total = args.steps if args.steps > 0 else None
     kubetrain_progress.report(start, total=total)  # the steps done so far: the checkpoint's, if resumed
     for step in range(start, args.steps):
+        began = time.monotonic()
         late = args.fail_after is not None and time.monotonic() - joined >= args.fail_after
         if fails and (step == args.fail_at_step or late):
             print(f"rank {rank} fails at step {step}", flush=True)
@@ -120,6 +135,8 @@ def main() -> int:
         losses.append(loss.item())
         initial_loss = losses[0] if initial_loss is None else initial_loss
         kubetrain_progress.report(step + 1, total=total, loss=losses[-1])
+        if step % args.log_every == 0:
+            print(f"rank {rank} step {step} loss {losses[-1]:.6f}", flush=True)
         # A checkpoint every --checkpoint-every steps, and whenever kubetrain asks for one before
         # a stop it sees coming (spec.checkpoint): rank 0 saves, and says so on its progress line.
         request = kubetrain_progress.checkpoint_requested() if rank == 0 else None
@@ -133,10 +150,18 @@ def main() -> int:
             torch.save(state, saved + ".tmp")
             os.replace(saved + ".tmp", saved)  # whole or not at all
             kubetrain_progress.checkpointed(step + 1, request)
+            asked = "" if request is None else f", answering request {request}"
+            print(f"rank {rank} saved a checkpoint at step {step + 1}{asked}", flush=True)
+            if request is not None and args.pause_after_answer > 0:
+                # The stop comes next: a step run now would be thrown away with it. The other
+                # ranks wait in the next step's all-reduce.
+                print(f"rank {rank} pauses up to {args.pause_after_answer:g}s for the stop", flush=True)
+                time.sleep(args.pause_after_answer)
+                print(f"rank {rank} goes on: no stop came", flush=True)
         if writer is not None:
             writer.scalar("loss", loss.item(), step)
-        if step % 50 == 0:
-            print(f"rank {rank} step {step} loss {loss.item():.6f}", flush=True)
+        if args.step_seconds > 0:
+            time.sleep(max(0.0, args.step_seconds - (time.monotonic() - began)))
     if writer is not None:
         writer.close()
 
