@@ -126,6 +126,14 @@ bench-restarts: install control-plane ## restarts on real nodes: a rank's failur
 bench-checkpoint: install control-plane ## checkpoint before a stop on real nodes: steps redone per stop with and without, goodput
 	$(BIN_PATH) $(BENCH_PATH) $(BIN)/python bench/checkpoint_bench.py $(BENCH_ARGS)
 
+.PHONY: bench-faults
+bench-faults: install control-plane ## real faults on real nodes (nodes lost, containerd restarted, network cut, operator and apiserver killed): nothing lost
+	$(BIN_PATH) $(BENCH_PATH) $(BIN)/python bench/faults_bench.py $(BENCH_ARGS)
+
+.PHONY: bench-ha
+bench-ha: install control-plane ## two operator replicas under 2,000 jobs on kwok, the leader SIGKILLed: failover seconds, webhook answers lost
+	$(BIN_PATH) $(BENCH_PATH) $(BIN)/python bench/ha_bench.py $(BENCH_ARGS)
+
 .PHONY: dev
 dev: install control-plane ## a local control plane in the foreground (Ctrl-C stops it)
 	$(BIN_PATH) $(BIN)/kubetrain dev up
