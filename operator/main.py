@@ -32,13 +32,25 @@ from kubetrain.operator import (
 )
 from kubetrain.operator.policies import avoid, progress
 from kubetrain.operator.resources import Resource
-from kubetrain.operator.runtime import cache, client, controller, logs, manager, reconcile, tracing, workqueue
+from kubetrain.operator.runtime import (
+    cache,
+    client,
+    controller,
+    leaderelection,
+    logs,
+    manager,
+    reconcile,
+    tracing,
+    workqueue,
+)
 
 __all__ = ["main", "parser"]
 
 log = logging.getLogger("kubetrain.operator")
 
 CHILD_SELECTOR = naming.JOB_NAME  # every child of a job carries it
+# The Lease timings' defaults, client-go's (docs/deploy.md, "Leader election").
+LEASE = leaderelection.Config(name="", namespace="", identity="")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -48,6 +60,28 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--leader-elect", action="store_true", help="elect one active replica through a Lease")
     p.add_argument("--leader-election-namespace", default="kubetrain-system")
     p.add_argument("--leader-election-id", default="kubetrain-operator-leader")
+    # client-go's names and rules: a candidate takes a Lease unchanged for the lease duration, a
+    # leader that cannot renew within the renew deadline steps down, both try every retry period.
+    p.add_argument(
+        "--leader-elect-lease-duration",
+        type=_whole_seconds,
+        default=LEASE.lease_duration,
+        help="seconds a candidate waits on a Lease that stopped changing before taking it (whole "
+        f"seconds, as the Lease stores them; default {LEASE.lease_duration:g})",
+    )
+    p.add_argument(
+        "--leader-elect-renew-deadline",
+        type=_positive,
+        default=LEASE.renew_deadline,
+        help="seconds a leader keeps trying to renew before it stops writing and steps down "
+        f"(less than the lease duration; default {LEASE.renew_deadline:g})",
+    )
+    p.add_argument(
+        "--leader-elect-retry-period",
+        type=_positive,
+        default=LEASE.retry_period,
+        help=f"seconds between two tries to take or renew the Lease (default {LEASE.retry_period:g})",
+    )
     # A pass mostly waits on the apiserver: 16 in flight keep up with 2,000 jobs arriving at once
     # (docs/performance.md, "The operator's own limits"), and an idle one costs nothing.
     p.add_argument("--max-concurrent-reconciles", type=int, default=16)
@@ -148,11 +182,39 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def lease_config(args: argparse.Namespace, identity: str) -> leaderelection.Config:
+    """The Lease this replica competes for, with the timings of its flags."""
+    return leaderelection.Config(
+        name=args.leader_election_id,
+        namespace=args.leader_election_namespace,
+        identity=identity,
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
+    )
+
+
+def _lease_timings_error(args: argparse.Namespace) -> str | None:
+    """Why the Lease timings cannot work, as client-go checks them; None if they can."""
+    if not args.leader_elect_lease_duration > args.leader_elect_renew_deadline:
+        return "--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline"
+    # client-go: the renew deadline must leave room for a jittered retry (1.2 x the period).
+    if not args.leader_elect_renew_deadline > 1.2 * args.leader_elect_retry_period:
+        return "--leader-elect-renew-deadline must be greater than 1.2 x --leader-elect-retry-period"
+    return None
+
+
 def _positive(text: str) -> float:
     value = float(text)
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
     return value
+
+
+def _whole_seconds(text: str) -> float:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of seconds, at least 1, got {text}")
+    return float(text)
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -167,19 +229,17 @@ def build(
     *,
     workloads_served: bool = False,
 ) -> manager.Manager:
-    mgr = manager.Manager(
-        api,
-        manager.Options(
-            namespace=args.namespace,
-            leader_elect=args.leader_elect,
-            leader_election_id=args.leader_election_id,
-            leader_election_namespace=args.leader_election_namespace,
-            metrics_bind_address=args.metrics_bind_address,
-            health_probe_bind_address=args.health_probe_bind_address,
-            webhook_port=args.webhook_port,
-            cert_dir=args.cert_dir,
-        ),
+    options = manager.Options(
+        namespace=args.namespace,
+        leader_elect=args.leader_elect,
+        leader_election_id=args.leader_election_id,
+        leader_election_namespace=args.leader_election_namespace,
+        metrics_bind_address=args.metrics_bind_address,
+        health_probe_bind_address=args.health_probe_bind_address,
+        webhook_port=args.webhook_port,
+        cert_dir=args.cert_dir,
     )
+    mgr = manager.Manager(api, attrs.evolve(options, lease=lease_config(args, options.identity)))
     # Each cache keeps only what the operator reads of its kind (kubetrain.operator.projection).
     jobs = mgr.informer(client.TRAININGJOBS, transform=projection.training_job)
     children = {
@@ -355,8 +415,12 @@ async def _first_served(
 def main(argv: Sequence[str] | None = None) -> int:
     # kr8s 0.20 has tested Kubernetes up to 1.35; warn in our logs, not on stderr, about newer ones.
     warnings.filterwarnings("ignore", message="Kubernetes version .* is not supported")
+    p = parser()
+    args = p.parse_args(argv)
+    if (why := _lease_timings_error(args)) is not None:
+        p.error(why)
     try:
-        return asyncio.run(run(parser().parse_args(argv)))
+        return asyncio.run(run(args))
     except (validation.ValidationError, OSError) as e:  # bad flags or config files: say so, no traceback
         print(f"kubetrain-operator: error: {e}", file=sys.stderr)
         return 2
