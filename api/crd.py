@@ -18,6 +18,7 @@ __all__ = [
     "NAME",
     "RUNTIME_CRD_PATHS",
     "custom_resource_definition",
+    "definitions",
     "render",
     "runtime_definitions",
 ]
@@ -127,6 +128,12 @@ def runtime_definition(cls: type) -> dict[str, Any]:
             "versions": [version],
         },
     }
+
+
+def definitions() -> dict[str, tuple[str, str]]:
+    """Every CRD by its name: the path it is checked in at, and its text there."""
+    texts = {CRD_PATH: render(), **runtime_definitions()}
+    return {yaml.safe_load(text)["metadata"]["name"]: (path, text) for path, text in texts.items()}
 
 
 def runtime_names() -> tuple[str, ...]:

@@ -13,7 +13,9 @@ field, or the runtime's (at ``spec.runtimeRef``).
 ``kubetrain manifests`` regenerates the CRD and the admission defaults' policy from the API
 types, and the state diagram from
 the lifecycle's transition table; with ``--check`` it only reports whether the checked-in
-files are current. ``kubetrain migrate-storage`` rewrites every stored TrainingJob as
+files are current, and whether a generated CRD breaks the upgrade rule against the last released
+one (``config/crd/released``, :mod:`kubetrain.api.compatibility`: an ``error:`` line per
+change); ``--release``, run at a release, makes HEAD's CRDs that baseline. ``kubetrain migrate-storage`` rewrites every stored TrainingJob as
 v1beta1 (see :mod:`kubetrain.cli.migration`), through the client's connection.
 
 They run the operator's own pure code — :mod:`~kubetrain.operator.intake` (a job checked as
@@ -45,6 +47,9 @@ Resolve = Callable[[Any, str, str | None], Mapping[str, Any] | None]
 __all__ = ["STATE_DIAGRAM_PATH", "Runtimes", "arguments", "refuse_old_kind", "runtimes_argument", "stored"]
 
 STATE_DIAGRAM_PATH = "docs/state-diagram.md"
+# The CRDs of the last release, and the commit they are HEAD's of: what --check compares with.
+RELEASED_DIR = "config/crd/released"
+RELEASED_COMMIT = f"{RELEASED_DIR}/commit"
 GANG_SCHEDULERS = ("native", "coscheduling", "volcano", "none")
 
 Run = Callable[[argparse.Namespace], int]
@@ -54,7 +59,17 @@ def arguments(verb: str, p: argparse.ArgumentParser) -> None:
     """The arguments of ``render``, ``manifests`` or ``migrate-storage``."""
     if verb == "manifests":
         p.add_argument("--root", default=".", help="the repository root (default: .)")
-        p.add_argument("--check", action="store_true", help="only fail if the checked-in CRD is stale")
+        what = p.add_mutually_exclusive_group()
+        what.add_argument(
+            "--check",
+            action="store_true",
+            help="only fail if the checked-in files are stale or a CRD breaks the released one's rule",
+        )
+        what.add_argument(
+            "--release",
+            action="store_true",
+            help=f"at a release: make the committed CRDs of HEAD the baseline in {RELEASED_DIR}",
+        )
         p.set_defaults(run=_manifests)
     elif verb == "migrate-storage":
         cluster.add_flags(p, namespace=False)
@@ -269,15 +284,73 @@ def _manifests(args: argparse.Namespace) -> int:
         pathlib.Path(args.root) / defaults.POLICY_PATH: defaults.render(),
         pathlib.Path(args.root) / STATE_DIAGRAM_PATH: _state_diagram(),
     }
+    if args.release:
+        return _release(pathlib.Path(args.root), crd.definitions())
     if args.check:
         stale = [p for p, text in generated.items() if not p.exists() or p.read_text() != text]
         for path in stale:
             print(f"{path} is stale: run `make manifests`", file=sys.stderr)
-        return 1 if stale else 0
+        broken = _compare_with_released(pathlib.Path(args.root), crd.definitions())
+        return 1 if stale or broken else 0
     for path, text in generated.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         print(f"wrote {path}")
+    return 0
+
+
+def _compare_with_released(root: pathlib.Path, generated: Mapping[str, tuple[str, str]]) -> bool:
+    """Print an ``error:`` line per change of the generated CRDs that breaks the released ones'
+    rule (:mod:`kubetrain.api.compatibility`); whether there was any."""
+    import yaml
+
+    from kubetrain.api import compatibility
+
+    released = root / RELEASED_DIR
+    files = sorted(released.glob("*.yaml")) if released.is_dir() else []
+    if not files:
+        print(f"error: {released}: no released CRDs: run `kubetrain manifests --release`", file=sys.stderr)
+        return True
+    now = {name: yaml.safe_load(text) for name, (_path, text) in generated.items()}
+    findings = []
+    for path in files:
+        was = yaml.safe_load(path.read_text())
+        name = was["metadata"]["name"]
+        if name not in now:
+            findings.append(compatibility.Finding(path=name, change="CRD removed"))
+        else:
+            findings.extend(compatibility.changes(was, now[name]))
+    for finding in findings:
+        print(f"error: {finding}", file=sys.stderr)
+    return bool(findings)
+
+
+def _release(root: pathlib.Path, generated: Mapping[str, tuple[str, str]]) -> int:
+    """Copy the generated CRDs to :data:`RELEASED_DIR` and name HEAD in :data:`RELEASED_COMMIT`:
+    only if HEAD has them committed, so that the commit named holds exactly these CRDs."""
+    import subprocess
+
+    def git(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", "-C", str(root), *argv], capture_output=True, text=True, check=False)
+
+    head = git("rev-parse", "HEAD")
+    if head.returncode != 0:
+        print(f"error: {root}: not a git checkout: {head.stderr.strip()}", file=sys.stderr)
+        return 1
+    for path, text in generated.values():
+        committed = git("show", f"HEAD:{path}")
+        if committed.returncode != 0 or committed.stdout != text:
+            print(f"error: {path}: HEAD's differs from the generated one: commit it first", file=sys.stderr)
+            return 1
+    released = root / RELEASED_DIR
+    released.mkdir(parents=True, exist_ok=True)
+    for stale in released.glob("*.yaml"):
+        stale.unlink()
+    for path, text in generated.values():
+        (released / pathlib.PurePath(path).name).write_text(text)
+        print(f"wrote {released / pathlib.PurePath(path).name}")
+    (root / RELEASED_COMMIT).write_text(head.stdout)
+    print(f"wrote {root / RELEASED_COMMIT}: {head.stdout.strip()}")
     return 0
 
 
