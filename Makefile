@@ -66,12 +66,8 @@ $(VENV)/.realcode-deps: $(VENV)/.deps pyproject.toml
 
 .PHONY: realcode-deps
 realcode-deps: $(VENV)/.realcode-deps ## install the realcode tier's frameworks (pip) and Open MPI and ssh (apt, as root)
-	@missing="$$(for p in $(REALCODE_APT); do \
-	  [ "$$(dpkg-query -W -f '$${db:Status-Status}' "$$p" 2> /dev/null)" = installed ] || echo "$$p"; done | xargs)"; \
-	if [ -z "$$missing" ]; then exit 0; fi; \
-	if [ "$$(id -u)" != 0 ]; then echo "realcode-deps: as root, apt-get install $$missing" >&2; exit 1; fi; \
-	echo "apt-get install $$missing"; \
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing > /dev/null
+	@# One apt at a time: `make test` runs this beside build-node.sh's own apt-get.
+	@hack/apt-install.sh realcode-deps $(REALCODE_APT)
 
 .PHONY: realcode
 realcode: install realcode-deps ## the realcode tier only: real framework processes at kubetrain's rendezvous
@@ -86,7 +82,12 @@ node: install control-plane ## the node tier only: real kubelets and containers 
 	$(BIN_PATH) $(BIN)/pytest tests/node
 
 .PHONY: test
-test: lint control-plane realcode-deps ## everything CI runs: lint, types, and every test tier
+test: ## everything CI runs: lint, types, and every test tier
+	@# The cold path overlaps: the control plane's Go builds (both cores) run beside the realcode
+	@# tier's pip and apt installs (the network), then lint; each line is prefixed with its job, and a
+	@# failure of one stops the other and fails here, naming it (hack/concurrently.sh).
+	hack/concurrently.sh control-plane '$(MAKE) --no-print-directory control-plane' \
+	  'realcode-deps lint' '$(MAKE) --no-print-directory realcode-deps lint'
 	$(BIN)/kubetrain manifests --check
 	@# The pure tiers on every core: nothing shared, no cluster (pytest-xdist). The slowest tests of
 	@# each run are printed, so that a tier that grows shows where.
