@@ -3,7 +3,8 @@
 # line of their output shown as it comes, prefixed with [NAME]. `make test` runs the control plane's
 # Go builds (both cores) beside the realcode tier's pip and apt installs (the network) this way.
 # When one fails, the others are stopped and this fails, naming it; each job's seconds are printed
-# as it ends. Each job runs in a session of its own, stopped whole (on failure, Ctrl-C or TERM).
+# as it ends. Each job runs in a process group of its own (set -m), stopped whole (on failure,
+# Ctrl-C or TERM); not in a session of its own, which would escape a `nice` given to the whole.
 set -euo pipefail
 [ $# -ge 2 ] && [ $(($# % 2)) = 0 ] || { echo "usage: $0 NAME COMMAND [NAME COMMAND]..." >&2; exit 2; }
 tmp=$(mktemp -d)
@@ -20,8 +21,9 @@ i=0
 while [ $# -gt 0 ]; do
   i=$((i + 1))
   # The job's own exit status goes to a file: the pipeline's is sed's.
-  setsid -w bash -c '(bash -c "$1" 2>&1; echo $? >"$2") | sed -u "s|^|[$3] |"' \
-    _ "$2" "$tmp/$i.rc" "$1" </dev/null &
+  set -m
+  bash -c '(bash -c "$1" 2>&1; echo $? >"$2") | sed -u "s|^|[$3] |"' _ "$2" "$tmp/$i.rc" "$1" </dev/null &
+  set +m
   name_of[$!]="$1"; start_of[$!]=$(date +%s); echo "$i" >"$tmp/$!.index"
   shift 2
 done
