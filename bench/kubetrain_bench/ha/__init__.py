@@ -10,7 +10,7 @@ local control plane with kwok nodes, ``config/default`` applied, and two manager
 local processes with leader election, both serving the webhooks behind one address
 (:mod:`.replicas`, :mod:`.balancer`). Then (:mod:`.run`): ``--jobs`` TrainingJobs of
 ``--replicas`` pods until every one is Running; admission requests and job changes at a steady
-rate (:mod:`.load`); a wave of new jobs, and the leader SIGKILLed while it makes their pods;
+rate (:mod:`.load`); a wave of new jobs, and the leader SIGKILLed once it has made a quarter of their pods;
 the load kept up for ``--after`` seconds; then every change waited for.
 
 Printed for each setting (:mod:`.report`), with the load average:

@@ -57,9 +57,6 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--change-rate", type=float, default=10.0, help="job changes a second (default 10)")
     p.add_argument("--before", type=float, default=30.0, help="seconds of load before the kill")
-    p.add_argument(
-        "--kill-delay", type=float, default=1.0, help="seconds into the wave's creation the leader is killed"
-    )
     p.add_argument("--after", type=float, default=60.0, help="seconds of load after the kill")
     p.add_argument(
         "--grace", type=float, default=120.0, help="seconds to wait for every change to show after the load"

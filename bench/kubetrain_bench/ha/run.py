@@ -4,8 +4,8 @@
    waited for until every one is Running; the Lease's renewals meanwhile say how late a leader
    under load renews.
 2. The load starts (:mod:`.load`): admission requests and job changes at their rates.
-3. After ``--before`` seconds, a wave of ``--wave`` new jobs is created and, ``--kill-delay``
-   seconds into it, the leader is SIGKILLed while it makes their pods and answers the changes.
+3. After ``--before`` seconds, a wave of ``--wave`` new jobs is created and, once a quarter of
+   their pods are made, the leader is SIGKILLed while it makes the rest and answers the changes.
 4. ``--after`` seconds later the load stops; the benchmark waits (``--grace``) until every
    accepted change and every job is reflected in its status, then checks what it saw.
 
@@ -135,7 +135,15 @@ async def measure(s: Setup, args: argparse.Namespace) -> dict[str, Any]:
             job_body(f"wave-{i:05d}", args.replicas, NAMESPACE, "PerJob") for i in range(args.wave)
         ]
         waving = asyncio.create_task(load.creates(api, wave_bodies, args.concurrency))
-        await asyncio.sleep(args.kill_delay)
+        # The kill lands while the leader makes the wave's pods: once a quarter of them are made.
+        await _until(
+            "the wave's pods to be made",
+            lambda: (
+                sum(1 for k in children.pods if k[0].startswith("wave-")) >= args.wave * args.replicas / 4
+            ),
+            args.timeout,
+            check,
+        )
         if len(lease.holders) != 1 or not s.replicas[0].process.alive():
             raise RuntimeError(f"leadership moved before the kill: {lease.holders}")
         killed_replica = s.replicas[0]
@@ -236,6 +244,12 @@ def _figures(
         )
         for p in ("before", "during", "after")
     }
+    # For the JSON: when each change after the kill was answered, and its lag (s).
+    f["timeline"] = sorted(
+        (round(c.answered - killed, 3), None if lag is None else round(lag, 3))
+        for c, lag in measured
+        if c.answered + (lag or 0) >= killed
+    )
     f["changes"] = {
         "sent": len(changes),
         "refused": sum(1 for c in changes if not c.generation),
