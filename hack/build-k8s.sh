@@ -15,7 +15,10 @@ for b in "${bins[@]}"; do
   args=(--version); [ "$b" = kubectl ] && args=(version --client)
   have "$out/bin/$b" "$K8S_VERSION" "${args[@]}" || complete=0
 done
-if [ $complete = 1 ]; then echo "$out/bin"; exit 0; fi
+if [ "$MODE" = fetch ]; then # the real node's kubelet and kube-proxy (build-node.sh) come from here too
+  for b in kubelet kube-proxy; do have "$KUBETRAIN_CACHE/node/bin/$b" "$K8S_VERSION" --version || complete=0; done
+fi
+if [ $complete = 1 ]; then [ "$MODE" = fetch ] || echo "$out/bin"; exit 0; fi
 
 minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
 staging_version="v0.${K8S_VERSION#v1.}"
@@ -50,6 +53,14 @@ step "write the wrapper module (staging modules at $staging_version)"
 
 cd "$src"
 pkgs=(); for b in "${bins[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
+if [ "$MODE" = fetch ]; then
+  pkgs+=(k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy)
+  step "resolve and download the dependencies of ${pkgs[*]##*/}"
+  retry go get "${pkgs[@]/%/@$K8S_VERSION}" >/dev/null
+  retry go list -deps "${pkgs[@]}" >/dev/null
+  step "done"
+  exit 0
+fi
 step "resolve dependencies of the commands"
 retry go get "${pkgs[@]/%/@$K8S_VERSION}" >/dev/null
 

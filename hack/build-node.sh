@@ -13,48 +13,77 @@ NODE_APT=(runc containernetworking-plugins iptables conntrack mmdebstrap)
 out="$KUBETRAIN_CACHE/node"
 mkdir -p "$out/bin"
 
-missing=()
-for p in "${NODE_APT[@]}"; do
-  [ "$(dpkg-query -W -f '${db:Status-Status}' "$p" 2>/dev/null)" = installed ] || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" != 0 ]; then echo "build-node: as root, apt-get install ${missing[*]}" >&2; exit 1; fi
-  step "apt-get install ${missing[*]}"
-  apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+# Debian's packages, in fetch mode too: a download that overlaps the Go builds.
+"$here/apt-install.sh" build-node "${NODE_APT[@]}"
 
-# kubelet and kube-proxy: build-k8s.sh leaves its wrapper module in the cache.
-k8s_bin="$("$here/build-k8s.sh")"
-src="$KUBETRAIN_CACHE/k8s/$K8S_VERSION/src"
-for b in kubelet kube-proxy; do
-  if ! have "$out/bin/$b" "$K8S_VERSION" --version; then
+# kubelet and kube-proxy: build-k8s.sh leaves its wrapper module in the cache (its fetch mode
+# downloads their modules too). One go build for both: their links run side by side.
+node_k8s=()
+for b in kubelet kube-proxy; do have "$out/bin/$b" "$K8S_VERSION" --version || node_k8s+=("$b"); done
+if [ "$MODE" = build ]; then
+  k8s_bin="$("$here/build-k8s.sh")"
+  src="$KUBETRAIN_CACHE/k8s/$K8S_VERSION/src"
+  if [ ${#node_k8s[@]} -gt 0 ]; then
     minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
     ldflags="-s -w"
     for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
       ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
     done
-    step "build $b $K8S_VERSION"
-    (cd "$src" && retry go get "k8s.io/kubernetes/cmd/$b@$K8S_VERSION" >/dev/null &&
-      go build -trimpath -ldflags "$ldflags" -o "$out/bin/$b.tmp" "k8s.io/kubernetes/cmd/$b")
-    mv "$out/bin/$b.tmp" "$out/bin/$b"
+    pkgs=("${node_k8s[@]/#/k8s.io/kubernetes/cmd/}")
+    step "build ${node_k8s[*]} $K8S_VERSION"
+    rm -rf "$out/bin.tmp" && mkdir -p "$out/bin.tmp"
+    (cd "$src" && retry go get "${pkgs[@]/%/@$K8S_VERSION}" >/dev/null &&
+      go build -trimpath -ldflags "$ldflags" -o "$out/bin.tmp/" "${pkgs[@]}")
+    for b in "${node_k8s[@]}"; do mv "$out/bin.tmp/$b" "$out/bin/$b"; done
+    rmdir "$out/bin.tmp"
   fi
-done
+fi
 
+# -n (fetch mode): print the commands instead of running them, having downloaded what they need.
+n=(); [ "$MODE" = fetch ] && n=(-n)
 if ! have "$out/bin/containerd" "$CONTAINERD_VERSION" --version || [ ! -x "$out/bin/ctr" ] ||
   [ ! -x "$out/bin/containerd-shim-runc-v2" ]; then
-  step "go install containerd, ctr and containerd-shim-runc-v2 $CONTAINERD_VERSION"
-  for c in containerd ctr containerd-shim-runc-v2; do
-    GOBIN="$out/bin" retry go install -tags no_btrfs \
-      -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" \
-      "github.com/containerd/containerd/v2/cmd/$c@$CONTAINERD_VERSION" >/dev/null
-  done
+  step "go install ${n[*]} containerd, ctr and containerd-shim-runc-v2 $CONTAINERD_VERSION"
+  # One go install for the three (one version of one module): one module graph, links side by side.
+  cmds=(containerd ctr containerd-shim-runc-v2)
+  cmds=("${cmds[@]/#/github.com/containerd/containerd/v2/cmd/}")
+  GOBIN="$out/bin" retry go install "${n[@]}" -tags no_btrfs \
+    -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" \
+    "${cmds[@]/%/@$CONTAINERD_VERSION}" >/dev/null
 fi
 
-if ! have "$out/bin/coredns" "${COREDNS_VERSION#v}" -version; then
-  step "go install github.com/coredns/coredns@$COREDNS_VERSION"
-  GOBIN="$out/bin" retry go install -ldflags "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION" >/dev/null
+# CoreDNS with the plugins a node's Corefile uses (devcluster/services.py: bind, errors, ready,
+# kubernetes), not all of them: the release's main imports every plugin, and the cloud ones (AWS,
+# Azure, Google, Datadog tracing, etcd...) were most of its build. The same release's code, from a
+# wrapper module requiring it (its module graph, so the same versions); main is coredns.go's with
+# core/plugin's list of imports cut down to those four.
+plugins=(bind errors ready kubernetes)
+coredns_build="$COREDNS_VERSION+${plugins[*]}"; coredns_build=${coredns_build// /,}
+# A CoreDNS built whole before (no coredns.build: every plugin) serves as well and is kept.
+stamp="$out/bin/coredns.build"
+if ! have "$out/bin/coredns" "${COREDNS_VERSION#v}" -version || { [ -e "$stamp" ] && [ "$(cat "$stamp")" != "$coredns_build" ]; }; then
+  src="$out/src/coredns"
+  mkdir -p "$src"
+  step "resolve github.com/coredns/coredns@$COREDNS_VERSION (plugins ${plugins[*]})"
+  printf 'module kubetrain.dev/coredns-build\n\ngo 1.24\n' >"$src/go.mod"
+  {
+    printf '// CoreDNS %s with the plugins %s only (hack/build-node.sh).\npackage main\n\nimport (\n' \
+      "$COREDNS_VERSION" "${plugins[*]}"
+    printf '\t_ "github.com/coredns/caddy/onevent"\n\t_ "github.com/coredns/coredns/core/dnsserver"\n'
+    for p in "${plugins[@]}"; do printf '\t_ "github.com/coredns/coredns/plugin/%s"\n' "$p"; done
+    printf '\n\t"github.com/coredns/coredns/coremain"\n)\n\nfunc main() { coremain.Run() }\n'
+  } >"$src/main.go"
+  (cd "$src" && retry go get "github.com/coredns/coredns@$COREDNS_VERSION" >/dev/null)
+  if [ "$MODE" = fetch ]; then
+    (cd "$src" && retry go list -deps . >/dev/null)
+  else
+    step "build coredns $coredns_build"
+    (cd "$src" && retry go build -trimpath -ldflags "-s -w" -o "$out/bin/coredns.tmp" . >/dev/null)
+    mv "$out/bin/coredns.tmp" "$out/bin/coredns"
+    echo "$coredns_build" >"$stamp"
+  fi
 fi
+[ "$MODE" = build ] || { step "done"; exit 0; }
 
 # The pause container: sleeps until SIGTERM or SIGINT. Static (CGO_ENABLED=0), so it runs
 # in an image that holds nothing else.

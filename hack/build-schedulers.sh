@@ -49,16 +49,22 @@ if [ ! -x "$out/bin/coscheduling-scheduler" ] || [ ! -x "$out/bin/scheduler-plug
   step "resolve the dependencies of cmd/scheduler and cmd/controller"
   retry go get "sigs.k8s.io/scheduler-plugins/cmd/scheduler@$SCHEDULER_PLUGINS_VERSION" \
     "sigs.k8s.io/scheduler-plugins/cmd/controller@$SCHEDULER_PLUGINS_VERSION" >/dev/null
-  step "build the scheduler-plugins scheduler $SCHEDULER_PLUGINS_VERSION"
-  go build -trimpath -ldflags "-s -w" -o "$out/bin/coscheduling-scheduler.tmp" sigs.k8s.io/scheduler-plugins/cmd/scheduler
-  mv "$out/bin/coscheduling-scheduler.tmp" "$out/bin/coscheduling-scheduler"
-  step "build the scheduler-plugins controller $SCHEDULER_PLUGINS_VERSION"
-  go build -trimpath -ldflags "-s -w" -o "$out/bin/scheduler-plugins-controller.tmp" sigs.k8s.io/scheduler-plugins/cmd/controller
-  mv "$out/bin/scheduler-plugins-controller.tmp" "$out/bin/scheduler-plugins-controller"
-  # The PodGroup CRD, and ElasticQuota's: the controller runs that resource's controller too.
-  install -m 0644 "$dir/manifests/coscheduling/crd.yaml" "$out/manifests/coscheduling-crd.yaml"
-  install -m 0644 "$dir/manifests/capacityscheduling/crd.yaml" "$out/manifests/elasticquota-crd.yaml"
-  touch "$stamp"
+  if [ "$MODE" = fetch ]; then
+    retry go list -deps sigs.k8s.io/scheduler-plugins/cmd/scheduler sigs.k8s.io/scheduler-plugins/cmd/controller >/dev/null
+  else
+    # One go build for both: their links run side by side.
+    step "build the scheduler-plugins scheduler and controller $SCHEDULER_PLUGINS_VERSION"
+    rm -rf "$out/bin.tmp" && mkdir -p "$out/bin.tmp"
+    go build -trimpath -ldflags "-s -w" -o "$out/bin.tmp/" \
+      sigs.k8s.io/scheduler-plugins/cmd/scheduler sigs.k8s.io/scheduler-plugins/cmd/controller
+    mv "$out/bin.tmp/scheduler" "$out/bin/coscheduling-scheduler"
+    mv "$out/bin.tmp/controller" "$out/bin/scheduler-plugins-controller"
+    rmdir "$out/bin.tmp"
+    # The PodGroup CRD, and ElasticQuota's: the controller runs that resource's controller too.
+    install -m 0644 "$dir/manifests/coscheduling/crd.yaml" "$out/manifests/coscheduling-crd.yaml"
+    install -m 0644 "$dir/manifests/capacityscheduling/crd.yaml" "$out/manifests/elasticquota-crd.yaml"
+    touch "$stamp"
+  fi
 fi
 
 stamp="$out/bin/.kueue-$KUEUE_VERSION"
@@ -72,14 +78,19 @@ if [ ! -x "$out/bin/kueue" ] || [ ! -e "$stamp" ]; then
   printf 'module kubetrain.dev/kueue-build\n\n%s\n\nrequire sigs.k8s.io/kueue %s\n' \
     "$(grep -E '^go ' "$dir/go.mod")" "$KUEUE_VERSION" > "$src/go.mod"
   cp "$dir/go.sum" "$src/go.sum"
-  step "build kueue $KUEUE_VERSION"
-  (cd "$src" && retry go build -trimpath -ldflags "-s -w" -o "$out/bin/kueue.tmp" sigs.k8s.io/kueue/cmd/kueue >/dev/null)
-  mv "$out/bin/kueue.tmp" "$out/bin/kueue"
-  rm -rf "$out/manifests/kueue" && mkdir -p "$out/manifests/kueue"
-  cp -r "$dir/config/components/crd/bases" "$out/manifests/kueue/crd"
-  cp "$dir/config/components/webhook/manifests.yaml" "$out/manifests/kueue/webhooks.yaml"
-  chmod -R u+w "$out/manifests/kueue"
-  touch "$stamp"
+  if [ "$MODE" = fetch ]; then
+    step "download the dependencies of kueue $KUEUE_VERSION"
+    (cd "$src" && retry go list -deps sigs.k8s.io/kueue/cmd/kueue >/dev/null)
+  else
+    step "build kueue $KUEUE_VERSION"
+    (cd "$src" && retry go build -trimpath -ldflags "-s -w" -o "$out/bin/kueue.tmp" sigs.k8s.io/kueue/cmd/kueue >/dev/null)
+    mv "$out/bin/kueue.tmp" "$out/bin/kueue"
+    rm -rf "$out/manifests/kueue" && mkdir -p "$out/manifests/kueue"
+    cp -r "$dir/config/components/crd/bases" "$out/manifests/kueue/crd"
+    cp "$dir/config/components/webhook/manifests.yaml" "$out/manifests/kueue/webhooks.yaml"
+    chmod -R u+w "$out/manifests/kueue"
+    touch "$stamp"
+  fi
 fi
 # Volcano's modules do not build here (they point at a staging directory missing from the
 # module archive), and the proxy serves v1.10.0 as the newest: only its PodGroup CRD is kept, to
@@ -91,4 +102,4 @@ if [ ! -e "$out/manifests/volcano-podgroup-crd.yaml" ]; then
   chmod u+w "$out/manifests/volcano-podgroup-crd.yaml"
 fi
 step "done"
-echo "$out/bin"
+[ "$MODE" = fetch ] || echo "$out/bin"

@@ -19,29 +19,36 @@ out="$KUBETRAIN_CACHE/tools"
 KWOK_BUILD="$KWOK_VERSION+uid-precondition+watch-resume"
 mkdir -p "$out/bin"
 if ! have "$out/bin/kwok" "$KWOK_VERSION" --version || [ "$(cat "$out/bin/kwok.build" 2>/dev/null)" != "$KWOK_BUILD" ]; then
-  step "build kwok $KWOK_BUILD from sigs.k8s.io/kwok@$KWOK_VERSION"
+  what="build kwok $KWOK_BUILD from"; [ "$MODE" = fetch ] && what="download"
+  step "$what sigs.k8s.io/kwok@$KWOK_VERSION"
   src=$(retry go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-  work="$out/src/kwok"
-  rm -rf "$work" && mkdir -p "$out/src" && cp -r "$src" "$work" && chmod -R u+w "$work"
-  controller="$work/pkg/kwok/controllers/pod_controller.go"
-  call='err := c.typedClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, deleteOpt)'
-  grep -qF "$call" "$controller" || { echo "kwok $KWOK_VERSION: the pod delete to amend is not where expected" >&2; exit 1; }
-  sed -i "s|$call|opts := deleteOpt\n\topts.Preconditions = metav1.NewUIDPreconditions(string(pod.UID))\n\terr := c.typedClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, opts)|" "$controller"
-  grep -qF 'metav1.NewUIDPreconditions(string(pod.UID))' "$controller"
-  resume="$(cd "$(dirname "$0")" && pwd)/kwok-watch-resume.patch"
-  # git as patch (Debian's patch may be missing); the ceiling keeps it from finding a repository above.
-  apply() { (cd "$work" && GIT_CEILING_DIRECTORIES="$(dirname "$work")" git apply "$@" "$resume"); }
-  apply --check 2>/dev/null ||
-    { echo "kwok $KWOK_VERSION: the watch options to amend are not where expected ($resume)" >&2; exit 1; }
-  apply
-  [ "$(grep -c 'opt.setupWatch(&opts)' "$work/pkg/utils/informer/informer.go")" = 2 ]
-  (cd "$work" && GOBIN="$out/bin" retry go install ./cmd/kwok >/dev/null)
-  rm -rf "$work"
-  echo "$KWOK_BUILD" > "$out/bin/kwok.build"
+  if [ "$MODE" = fetch ]; then
+    (cd "$src" && retry go list -deps ./cmd/kwok >/dev/null)
+  else
+    work="$out/src/kwok"
+    rm -rf "$work" && mkdir -p "$out/src" && cp -r "$src" "$work" && chmod -R u+w "$work"
+    controller="$work/pkg/kwok/controllers/pod_controller.go"
+    call='err := c.typedClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, deleteOpt)'
+    grep -qF "$call" "$controller" || { echo "kwok $KWOK_VERSION: the pod delete to amend is not where expected" >&2; exit 1; }
+    sed -i "s|$call|opts := deleteOpt\n\topts.Preconditions = metav1.NewUIDPreconditions(string(pod.UID))\n\terr := c.typedClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, opts)|" "$controller"
+    grep -qF 'metav1.NewUIDPreconditions(string(pod.UID))' "$controller"
+    resume="$(cd "$(dirname "$0")" && pwd)/kwok-watch-resume.patch"
+    # git as patch (Debian's patch may be missing); the ceiling keeps it from finding a repository above.
+    apply() { (cd "$work" && GIT_CEILING_DIRECTORIES="$(dirname "$work")" git apply "$@" "$resume"); }
+    apply --check 2>/dev/null ||
+      { echo "kwok $KWOK_VERSION: the watch options to amend are not where expected ($resume)" >&2; exit 1; }
+    apply
+    [ "$(grep -c 'opt.setupWatch(&opts)' "$work/pkg/utils/informer/informer.go")" = 2 ]
+    (cd "$work" && GOBIN="$out/bin" retry go install ./cmd/kwok >/dev/null)
+    rm -rf "$work"
+    echo "$KWOK_BUILD" > "$out/bin/kwok.build"
+  fi
 fi
 if ! have "$out/bin/kustomize" "${KUSTOMIZE_VERSION}" version; then
-  step "go install sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
-  GOBIN="$out/bin" retry go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION" >/dev/null
+  # -n: print the commands instead of running them, having downloaded what they need.
+  n=(); [ "$MODE" = fetch ] && n=(-n)
+  step "go install ${n[*]} sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
+  GOBIN="$out/bin" retry go install "${n[@]}" "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION" >/dev/null
 fi
 step "done"
-echo "$out/bin"
+[ "$MODE" = fetch ] || echo "$out/bin"

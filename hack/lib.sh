@@ -10,10 +10,26 @@ KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 KUSTOMIZE_VERSION="${KUSTOMIZE_VERSION:-v5.8.2}"
 export CGO_ENABLED=0 GOFLAGS="${GOFLAGS:--mod=mod}" GOTOOLCHAIN=local
 
+# MODE: `build` (the default) builds what is missing; `fetch` (first argument `fetch`) only resolves
+# and downloads what that build will need, printing nothing on stdout, so that
+# build-control-plane.sh can download every component's modules at once while another compiles.
+MODE="${1:-build}"
+case "$MODE" in build | fetch) ;; *) echo "usage: $0 [fetch]" >&2; exit 2 ;; esac
+# Step lines name their component ("==> [etcd] build etcd v3.6.8"); when a step ends, its seconds
+# are printed and, under build-control-plane.sh, added to $KUBETRAIN_BUILD_TIMES for its table.
+COMPONENT="$(basename "$0" .sh)"; COMPONENT="${COMPONENT#build-}"
+[ "$MODE" = build ] || COMPONENT+=" fetch"
 STEP="start"
-step() { STEP="$*"; printf '==> %s\n' "$*" >&2; }
+STEP_T0=$(date +%s)
+step_end() {
+  local s=$(($(date +%s) - STEP_T0))
+  [ "$STEP" != start ] && [ "$STEP" != done ] || return 0
+  printf '    [%s] %s: %ss\n' "$COMPONENT" "$STEP" "$s" >&2
+  [ -z "${KUBETRAIN_BUILD_TIMES:-}" ] || printf '%s\t%s\t%s\n' "$COMPONENT" "$STEP" "$s" >>"$KUBETRAIN_BUILD_TIMES"
+}
+step() { step_end; STEP="$*"; STEP_T0=$(date +%s); printf '==> [%s] %s\n' "$COMPONENT" "$*" >&2; }
 # Any failure names the step it happened in.
-trap 'rc=$?; [ $rc -eq 0 ] || printf "FAILED (exit %s) in step: %s\n" "$rc" "$STEP" >&2' EXIT
+trap 'rc=$?; [ $rc -eq 0 ] || printf "FAILED (exit %s) in [%s] step: %s\n" "$rc" "$COMPONENT" "$STEP" >&2' EXIT
 
 # retry CMD...: module downloads fail transiently (proxy resets, timeouts); other errors do not.
 retry() {
