@@ -28,6 +28,12 @@ from kubetrain.operator.runtime import client
 from kubetrain_bench.jobs.common import Obj
 
 
+def _short(message: str) -> str:
+    """The start and the end of a long message: the apiserver puts a webhook's URL in the
+    middle and why the call failed at the end."""
+    return message if len(message) <= 240 else f"{message[:100]} ... {message[-140:]}"
+
+
 @attrs.frozen(kw_only=True)
 class Answer:
     sent: float
@@ -70,7 +76,7 @@ async def admissions(
         try:
             await api.create(client.TRAININGJOBS, body, namespace, dry_run=True)
         except client.ApiError as e:
-            outcome, message = ("timeout" if e.status == 504 else "failed"), f"{e.status} {e.message}"[:200]
+            outcome, message = ("timeout" if e.status == 504 else "failed"), _short(f"{e.status} {e.message}")
         answers.append(
             Answer(sent=sent, seconds=time.perf_counter() - sent, outcome=outcome, message=message)
         )
@@ -93,7 +99,7 @@ async def changes(
             stored = await api.merge_patch(client.TRAININGJOBS, job, patch, namespace)
             generation, message = int(stored["metadata"]["generation"]), ""
         except client.ApiError as e:
-            generation, message = 0, f"{e.status} {e.message}"[:200]
+            generation, message = 0, _short(f"{e.status} {e.message}")
         made.append(
             Change(job=job, sent=sent, answered=time.perf_counter(), generation=generation, message=message)
         )
@@ -113,7 +119,7 @@ async def creates(api: client.Client, bodies: Sequence[Obj], concurrency: int) -
                 await api.create(client.TRAININGJOBS, body, body["metadata"]["namespace"])
                 generation, message = 1, ""
             except client.ApiError as e:
-                generation, message = 0, f"{e.status} {e.message}"[:200]
+                generation, message = 0, _short(f"{e.status} {e.message}")
             made.append(
                 Change(
                     job=name, sent=sent, answered=time.perf_counter(), generation=generation, message=message
