@@ -135,6 +135,10 @@ bench-faults: install control-plane ## real faults on real nodes (nodes lost, co
 bench-ha: install control-plane ## two operator replicas under 2,000 jobs on kwok, the leader SIGKILLed: failover seconds, webhook answers lost
 	$(BIN_PATH) $(BENCH_PATH) $(BIN)/python bench/ha_bench.py $(BENCH_ARGS)
 
+.PHONY: bench-churn
+bench-churn: install control-plane ## 100,000 jobs made and deleted over an hour on kwok: operator RSS, every per-job map empty after
+	$(BIN_PATH) $(BENCH_PATH) $(BIN)/python bench/churn_bench.py $(BENCH_ARGS)
+
 .PHONY: dev
 dev: install control-plane ## a local control plane in the foreground (Ctrl-C stops it)
 	$(BIN_PATH) $(BIN)/kubetrain dev up

@@ -138,6 +138,10 @@ class Reader:
     def forget(self, namespace: str, name: str) -> None:
         self._jobs.pop(f"{namespace}/{name}", None)
 
+    def sizes(self) -> dict[str, int]:
+        """The jobs it reads, and its turns (a forgotten job's turn goes when it comes due)."""
+        return {"jobs": len(self._jobs), "turns": len(self._last) + len(self._turns)}
+
     def take(self, namespace: str, name: str) -> progress.Reading | None:
         """The job's reading not taken yet, if any."""
         job = self._jobs.get(f"{namespace}/{name}")

@@ -33,7 +33,7 @@ from kubetrain.operator import (
 from kubetrain.operator import nodes as nodes_
 from kubetrain.operator.frameworks import registry as fw_registry
 from kubetrain.operator.policies import avoid, progress
-from kubetrain.operator.runtime import cache, client, events, informer
+from kubetrain.operator.runtime import cache, client, events, informer, metrics
 from kubetrain.operator.runtime import reconcile as rec
 from kubetrain.operator.scheduling import backend
 
@@ -88,15 +88,27 @@ class TrainingJobReconciler:
             flavors=flavors,
             priorities=priorities,
         )
+        self.recorder = recorder or events.Recorder(api, clock=clock)
         self.execute = execute.Executor(
             api,
             caches=self.caches,
             remembered=self.memory,
-            recorder=recorder or events.Recorder(api, clock=clock),
+            recorder=self.recorder,
             scheduler=scheduler,
             accelerator_config=accelerator_config or {},
             clock=clock,
         )
+        metrics.remember("trainingjob", self.sizes)
+
+    def sizes(self) -> dict[str, int]:
+        """The entries of every per-job map this reconciler keeps: all 0 once its jobs are gone."""
+        out = {f"memory_{k}": v for k, v in self.memory.sizes().items()}
+        out["events"] = len(self.recorder)
+        if self.tombstones is not None:
+            out["tombstones"] = len(self.tombstones)
+        if self.reader is not None:
+            out |= {f"progress_{k}": v for k, v in self.reader.sizes().items()}
+        return out
 
     async def reconcile(self, request: rec.Request) -> rec.Result:
         key = str(request)
@@ -106,6 +118,7 @@ class TrainingJobReconciler:
             if self.tombstones is not None:
                 self.tombstones.forget(key)
             self.memory.forget(key)
+            self.recorder.forget(request.namespace, request.name)
             if self.reader is not None:
                 self.reader.forget(request.namespace, request.name)
             return rec.Result()

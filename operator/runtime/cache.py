@@ -148,6 +148,10 @@ class Tombstones:
     def forget(self, owner: str) -> None:
         self._by_owner.pop(owner, None)
 
+    def __len__(self) -> int:
+        """The owners it files tombstones for."""
+        return len(self._by_owner)
+
 
 class Expectations:
     """Objects this process created or deleted that its cache does not show so yet.

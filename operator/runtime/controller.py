@@ -62,6 +62,7 @@ class Controller:
         self.queue = queue or workqueue.WorkQueue(metrics=metrics.QueueMetrics(name))
         metrics.WORKQUEUE_UNFINISHED.labels(name).set_function(self.queue.unfinished_seconds)
         metrics.WORKQUEUE_LONGEST.labels(name).set_function(self.queue.longest_running_seconds)
+        metrics.remember(f"{name}-queue", self.queue.sizes)
         primary.add_handler(self._on_primary)
         for kind in self.owned:
             kind.source.add_handler(self._owner_handler(kind))

@@ -115,5 +115,12 @@ class Recorder:
                 return
             del self._seen[key]
 
+    def forget(self, namespace: str, name: str) -> None:
+        """The object ``namespace/name`` is gone: none of its Events will be aggregated."""
+        for key in [k for k in self._seen if k[1:3] == (namespace, name)]:
+            del self._seen[key]
+
     def __len__(self) -> int:
+        """The Events it may still aggregate (those of the last window)."""
+        self._prune(self._clock())
         return len(self._seen)

@@ -11,14 +11,21 @@ time on the wire, after the client's own rate limit). kubetrain adds
 job counters' times seven, never one per job). The share of a namespace's time that was
 productive is ``sum by (namespace) (rate(kubetrain_goodput_seconds_total{cause="productive"}[1h]))
 / sum by (namespace) (rate(kubetrain_goodput_seconds_total[1h]))``.
+``kubetrain_remembered_entries{owner,map}`` counts what the process keeps per job between passes
+(its memory, expectations, tombstones, progress reads, the work queue's keys, Events to aggregate):
+each empties with the jobs, which the churn benchmark checks.
 Everything lives in :data:`REGISTRY`, served at ``/metrics``.
 """
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from collections.abc import Callable, Iterator, Mapping
 
-__all__ = ["REGISTRY", "QueueMetrics"]
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+__all__ = ["REGISTRY", "QueueMetrics", "remember"]
 
 REGISTRY = CollectorRegistry()
 
@@ -196,3 +203,30 @@ class QueueMetrics:
 
     def retried(self) -> None:
         self._retries.inc()
+
+
+class _Remembered(Collector):
+    """``kubetrain_remembered_entries``, read from its owners when scraped."""
+
+    def __init__(self) -> None:
+        self.owners: dict[str, Callable[[], Mapping[str, int]]] = {}
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(
+            "kubetrain_remembered_entries",
+            "Entries a per-job map of this process holds; each empties with the jobs.",
+            labels=["owner", "map"],
+        )
+        for owner, sizes in list(self.owners.items()):
+            for name, size in sizes().items():
+                family.add_metric([owner, name], size)
+        yield family
+
+
+_REMEMBERED = _Remembered()
+REGISTRY.register(_REMEMBERED)
+
+
+def remember(owner: str, sizes: Callable[[], Mapping[str, int]]) -> None:
+    """Report ``sizes()`` (map name -> entries) under ``owner``; a later owner of the name replaces it."""
+    _REMEMBERED.owners[owner] = sizes

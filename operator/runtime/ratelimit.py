@@ -32,6 +32,9 @@ class RateLimiter(Protocol):
 
     def retries(self, key: Hashable) -> int: ...
 
+    def __len__(self) -> int:
+        """The keys it holds a count for (each goes with :meth:`forget`)."""
+
 
 class ItemExponentialRateLimiter:
     def __init__(self, base: float = 0.005, maximum: float = 1000.0) -> None:
@@ -46,6 +49,9 @@ class ItemExponentialRateLimiter:
 
     def forget(self, key: Hashable) -> None:
         self._failures.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._failures)
 
     def retries(self, key: Hashable) -> int:
         return self._failures.get(key, 0)
@@ -72,6 +78,9 @@ class BucketRateLimiter:
     def retries(self, key: Hashable) -> int:
         return 0
 
+    def __len__(self) -> int:
+        return 0
+
 
 class MaxOfRateLimiter:
     def __init__(self, *limiters: RateLimiter) -> None:
@@ -86,6 +95,9 @@ class MaxOfRateLimiter:
 
     def retries(self, key: Hashable) -> int:
         return max(limiter.retries(key) for limiter in self._limiters)
+
+    def __len__(self) -> int:
+        return max((len(limiter) for limiter in self._limiters), default=0)
 
 
 def controller_default(clock: Clock = time.monotonic) -> RateLimiter:

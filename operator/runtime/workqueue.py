@@ -195,6 +195,16 @@ class WorkQueue(Generic[K]):
     def __len__(self) -> int:
         return len(self._waiting)
 
+    def sizes(self) -> dict[str, int]:
+        """The keys each of its maps holds: all empty once every key was handed out and forgotten."""
+        return {
+            "waiting": len(self._waiting),
+            "dirty": len(self._dirty),
+            "processing": len(self._processing),
+            "delayed": len(self._delayed_at),
+            "backoff": len(self._limiter),
+        }
+
     def highest_waiting(self) -> int | None:
         """The priority of the key handed out next, if one waits (delayed keys do not wait yet)."""
         self._promote_due()

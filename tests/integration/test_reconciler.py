@@ -20,7 +20,7 @@ from testkit.reconciling import Caches, for_pods, pod_names
 from kubetrain.api import scheme, v1beta1
 from kubetrain.devcluster import cluster as devcluster
 from kubetrain.operator import trainingjob_controller
-from kubetrain.operator.runtime import client, reconcile
+from kubetrain.operator.runtime import cache, client, reconcile
 
 
 async def scenario(c: devcluster.Cluster, namespace: str) -> None:
@@ -365,3 +365,32 @@ def test_a_tensorboard_whose_name_another_deployment_holds_is_reported_and_that_
     cluster: devcluster.Cluster, namespace: str
 ) -> None:
     asyncio.run(tensorboard_taken(cluster, namespace))
+
+
+def test_every_per_job_map_empties_once_the_jobs_are_gone(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    async def go() -> None:
+        api = await for_pods(cluster, namespace)
+        caches = Caches(api, namespace)
+        r = caches.reconciler(tombstones=cache.Tombstones(cache.by_owner()))
+        names = ("first", "second")
+        for name in names:
+            await caches.submit(
+                a_job(name).namespace(namespace).replicas("Master", 1).replicas("Worker", 1).build()
+            )
+            await r.reconcile(reconcile.Request(namespace, name))
+        held = r.sizes()  # the pods made, not in the caches yet
+        assert held["memory_jobs"] == 2, held
+        assert held["memory_expected_pods"] > 0, held
+        await caches.snapshot()
+        for name in names:
+            await r.reconcile(reconcile.Request(namespace, name))
+        for name in names:
+            await api.delete(client.TRAININGJOBS, name, namespace)
+        await caches.snapshot()
+        for name in names:
+            await r.reconcile(reconcile.Request(namespace, name))
+        assert set(r.sizes().values()) == {0}, r.sizes()
+
+    asyncio.run(go())

@@ -58,3 +58,32 @@ def test_the_wait_is_reported_with_the_priority_the_key_was_handed_out_at() -> N
     while q.get_nowait() is not None:
         pass
     assert metrics.started_at == [7, workqueue.NORMAL, workqueue.LOW]
+
+
+def test_the_queue_s_maps_empty_once_every_key_is_done_and_forgotten_and_the_metric_says_so() -> None:
+    from prometheus_client import generate_latest
+
+    from kubetrain.operator.runtime import metrics
+
+    async def scenario() -> None:
+        q: workqueue.WorkQueue[str] = workqueue.WorkQueue()
+        metrics.remember("test-queue", q.sizes)
+        q.add("a")
+        q.add("b")
+        q.add_after("c", 0.01)
+        q.add_rate_limited("d")
+        held = q.sizes()
+        assert held["waiting"] == 2
+        assert held["delayed"] >= 1
+        assert held["backoff"] == 1
+        assert (
+            'kubetrain_remembered_entries{map="waiting",owner="test-queue"} 2.0'
+            in generate_latest(metrics.REGISTRY).decode()
+        )
+        for _ in range(4):
+            key = await asyncio.wait_for(q.get(), 5)
+            q.done(key)
+            q.forget(key)
+        assert set(q.sizes().values()) == {0}, q.sizes()
+
+    asyncio.run(scenario())
