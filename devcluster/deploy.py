@@ -16,6 +16,8 @@ overlay's optional, tagged parts) are left out unless ``optional=True``. Then, e
   webhook Service, :func:`point_webhooks_at` gives the CRD's conversion webhook and the
   validating webhooks a URL on 127.0.0.1 instead.
 
+:func:`roll` rolls a deployed operator to another release (its CRDs first), as an upgrade does.
+
 Once the webhooks answer, :func:`wait_defaults_given` waits until the apiserver gives a new job
 its defaults (``config/defaults``): the policy's type converter learns a new CRD's schema from
 ``/openapi/v3``, which it polls every 5 s, and until then a create it matches is answered 503.
@@ -46,6 +48,7 @@ __all__ = [
     "manager_flags",
     "overlay",
     "point_webhooks_at",
+    "roll",
     "service_account_kubeconfig",
     "wait_defaults_given",
 ]
@@ -218,6 +221,38 @@ def in_cluster(
         interval=1,
     )
     wait_defaults_given(c)
+
+
+def roll(c: controlplane.ControlPlane, config_dir: pathlib.Path, image: str, timeout: float = 180) -> None:
+    """Roll the deployed operator to ``config_dir``'s ``config/default`` and ``image``, as
+    docs/deploy.md's "Upgrading" says: the CRDs applied first (and established), then the whole
+    overlay with the new image; until every replica of the Deployment runs ``image`` and no other
+    is left. The serving certificate and the CA injected stay: the overlay does not own them."""
+    manifest = overlay(c, config_dir)
+    definitions = [o for o in yaml.safe_load_all(manifest) if o and o["kind"] == "CustomResourceDefinition"]
+    c.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(definitions))
+    for definition in definitions:
+        c.wait_established(name=definition["metadata"]["name"])
+    apply(c, manifest, image=image)
+    process.wait_until(
+        f"deployment/{DEPLOYMENT} to run {image} only",
+        lambda: _rolled(c, image),
+        timeout=timeout,
+        interval=1,
+    )
+
+
+def _rolled(c: controlplane.ControlPlane, image: str) -> bool:
+    deployment = json.loads(c.kubectl("get", "deployment", DEPLOYMENT, "-n", NAMESPACE, "-o", "json").stdout)
+    (container,) = (x for x in deployment["spec"]["template"]["spec"]["containers"] if x["name"] == "manager")
+    status = deployment.get("status", {})
+    wanted = deployment["spec"].get("replicas", 1)
+    return bool(
+        container["image"] == image
+        and status.get("observedGeneration") == deployment["metadata"]["generation"]
+        and status.get("replicas") == status.get("updatedReplicas") == wanted
+        and status.get("availableReplicas", 0) >= wanted
+    )
 
 
 def _available(c: controlplane.ControlPlane) -> bool:

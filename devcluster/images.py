@@ -15,7 +15,7 @@ IfNotPresent`` — a tag other than ``latest`` makes that the default.
 The recipes kubetrain's local cluster uses: :func:`pause` (the pod sandbox, a static
 program from ``hack/pause.go``), :func:`examples` (Python, PyTorch, Open MPI and sshd, with
 the training scripts of ``samples/scripts``), :func:`operator` (kubetrain itself, as
-the Dockerfile installs it) and :func:`tensorboard` (TensorBoard from PyPI, what a job's
+the Dockerfile installs it; :func:`released_operator` from another source tree) and :func:`tensorboard` (TensorBoard from PyPI, what a job's
 ``spec.tensorboard`` runs by default). The node tier adds :func:`tensorflow`, :func:`mxnet` and
 :func:`chainer`: stand-ins for the images the first operators' READMEs name, built here and
 known by those names too (``aliases``), so that their converted jobs run verbatim; the examples
@@ -54,6 +54,7 @@ __all__ = [
     "mxnet",
     "operator",
     "pause",
+    "released_operator",
     "tensorboard",
     "tensorflow",
 ]
@@ -108,6 +109,7 @@ class Image:
 
 
 PAUSE_REF = "kubetrain.local/pause:3.10"
+OPERATOR = "kubetrain.local/operator"
 
 
 def pause(pause_binary: pathlib.Path) -> Image:
@@ -159,7 +161,7 @@ def examples(root: pathlib.Path) -> Image:
 def operator(root: pathlib.Path) -> Image:
     """kubetrain-operator in a venv, run as 65532 — what the Dockerfile's runtime stage holds."""
     return Image(
-        name="kubetrain.local/operator",
+        name=OPERATOR,
         tag="dev",
         packages=("python3", "python3-venv", "ca-certificates"),
         files=tuple(
@@ -180,6 +182,14 @@ def operator(root: pathlib.Path) -> Image:
         env=(f"PATH={VENV}/bin:/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONSAFEPATH=1", "PYTHONUNBUFFERED=1"),
         user="65532:65532",
     )
+
+
+def released_operator(root: pathlib.Path, commit: str) -> Image:
+    """:func:`operator` built from another source tree: ``root``, a checkout of ``commit`` (the
+    last release's, for the upgrade test). Its own name keeps its cached archive beside the working
+    tree's (the cache keeps one archive per name, and sweeps ``NAME-*``: so not ``operator-...``)
+    and its tag names the commit, so that a rollout between the two changes the Deployment's pods."""
+    return attrs.evolve(operator(root), name="kubetrain.local/released-operator", tag=commit[:12])
 
 
 # TensorBoard and everything it imports, pinned: the recipe (and so the digest) names every wheel.
