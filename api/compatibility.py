@@ -9,6 +9,7 @@ manifests --release``) the rule of docs/deploy.md ("Upgrading") holds:
 - the storage version never changes in one step: the new storage version was already served
   by the released CRD (so the old operator's CRD can still read what the new one stores);
 - no field is removed or renamed, and no field's type (or format, or list/map type) changes;
+  no subresource (status, scale) is removed or changed;
 - no default is added, changed or removed (a schema default applies to every stored object
   whenever it is read; kubetrain gives its defaults once, at creation, in ``config/defaults``);
 - no existing field becomes required;
@@ -111,6 +112,11 @@ def changes(released: Mapping[str, Any], generated: Mapping[str, Any]) -> tuple[
         now = new_versions.get(version)
         if now is None:
             continue
+        for sub in was.get("subresources") or {}:
+            if sub not in (now.get("subresources") or {}):
+                found.append(Finding(path=f"{name} {version}", change=f"subresource {sub} removed"))
+            elif was["subresources"][sub] != now["subresources"][sub]:
+                found.append(Finding(path=f"{name} {version}", change=f"subresource {sub} changed"))
         found.extend(
             schema_changes(
                 was.get("schema", {}).get("openAPIV3Schema", {}),

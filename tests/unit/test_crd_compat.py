@@ -241,6 +241,17 @@ def test_a_changed_scope_or_kind(released: dict[str, Any]) -> None:
     )
 
 
+def test_a_removed_or_changed_subresource(released: dict[str, Any]) -> None:
+    generated = copy.deepcopy(released)
+    beta, alpha = generated["spec"]["versions"]
+    beta["subresources"]["scale"]["specReplicasPath"] = ".spec.replicaSpecs.Master.replicas"
+    del alpha["subresources"]["status"]
+    assert compatibility.changes(released, generated) == (
+        Finding(path=f"{NAME} v1beta1", change="subresource scale changed"),
+        Finding(path=f"{NAME} v1alpha1", change="subresource status removed"),
+    )
+
+
 def object_paths(node: dict[str, Any], path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
     """Every object of a schema tree that lists its properties."""
     if "properties" in node:
