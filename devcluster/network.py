@@ -24,6 +24,16 @@ private ranges and on this host only:
 
 Pods of different nodes reach each other through the namespace's routing (it forwards; the
 host never does). Services' ClusterIPs are kube-proxy's iptables rules, inside the namespace.
+
+A node's network is cut (:meth:`NodeNetwork.cut`, for the fault benchmark) by iptables rules in
+the namespace, in chains of their own (``KT-CUT-<i>``; ``KT-CUT-<i>-K``, from OUTPUT alone, where the
+cgroup match is allowed) that :meth:`NodeNetwork.restore` removes:
+its pods' packets to and from other nodes' pods, the host and CoreDNS, packets to and from its
+InternalIP (the apiserver calling its kubelet), and its kubelet's own connections to the
+apiserver. Every kubelet leaves from the namespace's one address, so the kubelet is told apart
+by its cgroup: it is moved into a cgroup v2 of its own, ``/kubetrain/S/cut-<i>``, which the
+rules match for the sockets it opens from then on, and the sockets it holds already are matched
+by their ports. The rules go with the namespace; the cgroup with the cluster's cgroups.
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import pathlib
+import re
 import subprocess
 from collections.abc import Sequence
 
@@ -97,9 +108,83 @@ class NodeNetwork:
     def alive(self) -> bool:
         return self.holder.alive()
 
+    def cut(self, index: int, kubelet: int | None) -> None:
+        """Cut node ``index`` off: its pods, its InternalIP and its kubelet (host PID ``kubelet``,
+        if running) neither send nor receive, until :meth:`restore`."""
+        chain, pods = _cut_chain(index), self.node_pod_cidr(index)
+        rules = [
+            ["-s", pods, "!", "-d", pods],
+            ["-d", pods, "!", "-s", pods],
+            ["-d", self.node_ip(index)],
+            ["-s", self.node_ip(index)],
+        ]
+        # The cgroup match is allowed in OUTPUT only (of the chains here): a chain of its own.
+        sockets: list[list[str]] = []
+        if kubelet is not None:
+            path = f"kubetrain/{self.slot}/cut-{index}"
+            group = _cgroup2() / path
+            group.mkdir(parents=True, exist_ok=True)
+            (group / "cgroup.procs").write_text(str(kubelet))
+            sockets.append(["-m", "cgroup", "--path", path])
+            for port in self._ports(kubelet):
+                rules += [
+                    ["-p", "tcp", "-s", self.gateway_ip, "--sport", port],
+                    ["-p", "tcp", "-d", self.gateway_ip, "--dport", port],
+                ]
+        try:
+            for name, hooks, drops in (
+                (chain, ("INPUT", "OUTPUT", "FORWARD"), rules),
+                (chain + "-K", ("OUTPUT",), sockets),
+            ):
+                self.run("iptables", "-w", "-N", name)
+                for rule in drops:
+                    self.run("iptables", "-w", "-A", name, *rule, "-j", "DROP")
+                for hook in hooks:
+                    self.run("iptables", "-w", "-I", hook, "1", "-j", name)
+        except NetworkError:
+            self.restore(index, strict=False)
+            raise
+
+    def restore(self, index: int, *, strict: bool = True) -> None:
+        """Undo :meth:`cut`: the node's packets flow again (``strict``: each rule must be there)."""
+        chain = _cut_chain(index)
+        for name, hooks in ((chain, ("INPUT", "OUTPUT", "FORWARD")), (chain + "-K", ("OUTPUT",))):
+            steps = [*(("-D", hook, "-j", name) for hook in hooks), ("-F", name), ("-X", name)]
+            for step in steps:
+                try:
+                    self.run("iptables", "-w", *step)
+                except NetworkError:
+                    if strict:
+                        raise
+
+    def _ports(self, pid: int) -> list[str]:
+        """The local TCP ports of ``pid``'s connections in the namespace."""
+        argv = ["nsenter", f"--target={self.pid}", "--net", "--", "ss", "-tnpH"]
+        out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=30).stdout
+        return sorted(
+            {
+                line.split()[3].rsplit(":", 1)[1]
+                for line in out.splitlines()
+                if re.search(rf"pid={pid},", line)
+            }
+        )
+
     def stop(self) -> None:
         """Kill the holder: everything in the namespaces goes with it."""
         self.holder.stop(timeout=10)
+
+
+def _cut_chain(index: int) -> str:
+    return f"KT-CUT-{index}"
+
+
+def _cgroup2() -> pathlib.Path:
+    """Where the cgroup v2 hierarchy is mounted (alone, or beside v1's as ``unified``)."""
+    for line in pathlib.Path("/proc/self/mounts").read_text().splitlines():
+        fields = line.split()
+        if fields[2] == "cgroup2":
+            return pathlib.Path(fields[1])
+    raise NetworkError("no cgroup v2 hierarchy is mounted: a kubelet cannot be cut off alone")
 
 
 def slots_in_use() -> set[int]:

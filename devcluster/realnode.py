@@ -16,14 +16,22 @@ What this machine needs from them (found by trying): the kubelet runs on cgroup 
 root of their own, ``/kubetrain/<slot>/<node>``, so two kubelets never manage the same
 cgroups; :func:`remove_cgroups` removes it when the cluster stops (and sweeps what a killed
 run left behind).
+
+Faults, for the tests and benchmarks that inject them: :func:`stop_kubelet` (the kubelet dies,
+its containers run on), :func:`restart_containerd` (SIGKILLed and started again under running
+pods), :func:`lose` (the whole node dies: kubelet, containerd, shims and containers) and
+:func:`bring_back` (it boots again). A node's network is cut by :mod:`.network`.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import pathlib
+import signal
+import socket
 import time
 from collections.abc import Sequence
 
@@ -33,7 +41,18 @@ import yaml
 from kubetrain.devcluster import controlplane, images, network, noderoot, process
 from kubetrain.operator import pki
 
-__all__ = ["RealNode", "cgroup_root", "remove_cgroups", "restart_kubelet", "start", "stop_kubelet"]
+__all__ = [
+    "RealNode",
+    "bring_back",
+    "cgroup_root",
+    "kubelet_pid",
+    "lose",
+    "remove_cgroups",
+    "restart_containerd",
+    "restart_kubelet",
+    "start",
+    "stop_kubelet",
+]
 
 CGROUP_V1 = pathlib.Path("/sys/fs/cgroup")
 LABEL = "kubetrain.dev/node"
@@ -353,3 +372,83 @@ def stop_kubelet(node: RealNode) -> None:
 
 def restart_kubelet(node: RealNode) -> None:
     node.kubelet.start()
+
+
+def restart_containerd(node: RealNode, *, timeout: float = 30) -> None:
+    """containerd SIGKILLed and started again, under running pods: their shims and containers
+    live on, and the new containerd finds them."""
+    node.containerd.stop(timeout=0)
+    node.containerd.start()
+    process.wait_until(
+        f"{node.containerd.name} back", lambda: _answers(node), timeout=timeout, watch=[node.containerd]
+    )
+
+
+def lose(node: RealNode, slot: int) -> None:
+    """The node is lost, as a machine that dies: its kubelet and containerd SIGKILLed, and every
+    process of its pods with them (their shims, and whatever runs in the node's pod cgroups).
+    Its pods' objects stay as they were until the control plane sees the node gone."""
+    node.kubelet.stop(timeout=0)
+    node.containerd.stop(timeout=0)
+    for pid in _shims(node) + _pod_processes(cgroup_root(slot, node.name)):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def bring_back(node: RealNode, *, timeout: float = 30) -> None:
+    """A lost node boots again: containerd first (it finds its containers dead), then the kubelet."""
+    node.containerd.start()
+    process.wait_until(
+        f"{node.containerd.name} back", lambda: _answers(node), timeout=timeout, watch=[node.containerd]
+    )
+    node.kubelet.start()
+
+
+def kubelet_pid(node: RealNode) -> int | None:
+    """The kubelet's own PID on the host (it runs as the child of the ``nsenter`` started for it)."""
+    pid = node.kubelet.pid
+    if pid is None or not node.kubelet.alive():
+        return None
+    try:
+        children = pathlib.Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except FileNotFoundError:
+        return None
+    return int(children[0]) if children else None
+
+
+def _answers(node: RealNode) -> bool:
+    """Whether the node's containerd listens again (its socket file may outlive a killed one)."""
+    with socket.socket(socket.AF_UNIX) as s:
+        try:
+            s.connect(str(node.socket))
+        except OSError:
+            return False
+    return True
+
+
+def _shims(node: RealNode) -> list[int]:
+    """The containerd shims of ``node``'s containerd: each names its socket as ``-address``."""
+    out = []
+    for d in pathlib.Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            argv = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"containerd-shim-runc-v2") and str(node.socket).encode() in argv:
+            out.append(int(d.name))
+    return out
+
+
+def _pod_processes(root: str) -> list[int]:
+    """Every process in the cgroup ``root`` and below, in any hierarchy."""
+    pids: set[int] = set()
+    for hierarchy in _hierarchies():
+        base = hierarchy / root.strip("/")
+        if not base.is_dir():
+            continue
+        for procs in base.rglob("cgroup.procs"):
+            with contextlib.suppress(OSError):
+                pids.update(int(p) for p in procs.read_text().split())
+    return sorted(pids)
