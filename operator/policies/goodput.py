@@ -26,6 +26,8 @@ reason Queued)
 Restarting (until every replica runs again)                       ``restarting``
 Created or Pending otherwise (scheduling, pulls, containers       ``starting``
 starting, a resumed job's pods made again)
+Running, with progress reports, before the attempt's step first  ``starting``
+moves (the startup grace at most)
 Running                                                           productive, less what
                                                                   follows
 ================================================================  =========================
@@ -226,24 +228,33 @@ def _running(
         return now, None
     deadline = spec.deadline_seconds if spec is not None else None
     running = _condition(prev, C.RUNNING)
-    reported = (
-        moved_at is not None
-        and running is not None
-        and running.last_transition_time is not None
-        and moved_at >= running.last_transition_time
-    )
+    began = running.last_transition_time if running is not None else None
+    reported = moved_at is not None and began is not None and moved_at >= began
+    if spec is not None and began is not None and not reported:
+        # Start-up inside the containers (imports, the rendezvous, a checkpoint loaded) until the
+        # attempt's step first moves, for the startup grace at most (a program may never report).
+        first = new.progress.last_moved_time if new.progress is not None else None
+        ready = first if first is not None and first >= began else began + _grace(spec)
+        ready = min(now, max(t0, ready))
+        charged[Cause.STARTING] = _seconds(t0, ready)
+        charged[Cause.PRODUCTIVE] = _seconds(ready, now)
+        return now, None
     moved = new.progress is not None and p is not None and new.progress.last_moved_time != moved_at
     still = v1beta1.state_of(new.conditions) is S.RUNNING
     if deadline is None or not reported or moved or not still:
         charged[Cause.PRODUCTIVE] = _seconds(t0, now)
         return now, None
     assert spec is not None
-    limit = since + datetime.timedelta(seconds=deadline + spec.startup_grace) + HANG_SLACK
+    limit = since + datetime.timedelta(seconds=deadline) + _grace(spec) + HANG_SLACK
     charged[Cause.PRODUCTIVE] = _seconds(t0, since)
     if now >= limit:
         charged[Cause.HUNG] = _seconds(since, now)
         return now, None
     return since, limit
+
+
+def _grace(spec: v1beta1.ProgressSpec) -> datetime.timedelta:
+    return datetime.timedelta(seconds=spec.startup_grace)
 
 
 def _hang_recorded(prev: v1beta1.TrainingJobStatus, new: v1beta1.TrainingJobStatus) -> bool:

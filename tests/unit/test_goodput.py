@@ -239,14 +239,23 @@ def test_a_stall_past_the_deadline_and_more_is_hung_without_waiting_for_the_reco
     assert seconds(out)["hung"] == late - 200
 
 
-def test_without_a_deadline_or_before_the_attempt_reports_running_time_is_productive() -> None:
+def test_without_a_deadline_running_time_is_productive() -> None:
     prev, _ = _stalled()
     same = status(S.RUNNING, since=100, progress=reading(50, 200))
     assert seconds(account(prev, same, 900))["productive"] == 800
-    # The reading is the attempt before's: this attempt has not reported yet.
+
+
+def test_before_the_attempt_s_step_first_moves_running_time_is_start_up_for_the_grace_at_most() -> None:
+    prev, _ = _stalled()  # 100 s productive and 100 s starting so far, up to 200 s
+    # The reading is the attempt before's: this attempt, running since 300 s, has not reported.
     prev = attrs.evolve(prev, conditions=status(S.RUNNING, since=300).conditions)
     out = account(prev, status(S.RUNNING, since=300, progress=reading(50, 200)), 900, spec=DEADLINE)
-    assert seconds(out)["productive"] == 800
+    assert seconds(out) == {"productive": 100 + 540, "starting": 100 + 160}, "60 s of grace from 300 s"
+    # Its step first moves at 330 s: start-up until then, productive after.
+    moved = account(prev, status(S.RUNNING, since=300, progress=reading(60, 330)), 400, spec=DEADLINE)
+    assert seconds(moved) == {"productive": 100 + 70, "starting": 100 + 130}
+    # Without progress reports the operator cannot tell: productive.
+    assert seconds(account(prev, status(S.RUNNING, since=300), 400))["productive"] == 100 + 200
 
 
 # --- redone ----------------------------------------------------------------------------------
