@@ -9,7 +9,10 @@
   pass says *when* to look again, and that is all it needs: :meth:`schedule` replaces the
   key's delay, or drops it. client-go keeps every timer, so a job held for minutes and then
   written for another reason still has its pass run minutes later, for nothing — ten
-  thousand of them kept an idle operator busy.
+  thousand of them kept an idle operator busy. A dropped delay leaves its entry in the
+  timers' heap, dead, until it comes due — up to an hour for a running job's goodput refresh,
+  holding the key of a job long gone: so the heap is rebuilt without its dead entries once
+  they outnumber the live ones, and it holds no more than twice the keys delayed now.
 - **Priorities.** A key is added with a priority (:data:`NORMAL` unless said otherwise) and
   the highest waiting priority is handed out first, in order of adding within one; a key
   added again with a higher priority moves up, never down. The controller gives a job's
@@ -123,6 +126,7 @@ class WorkQueue(Generic[K]):
             return
         self._delayed_at[key] = ready
         heapq.heappush(self._delayed, (ready, next(self._seq), key))
+        self._drop_dead_delays()  # a later entry of the key is dead now
         self._wakeup.set()
 
     def schedule(self, key: K, delay: float | None) -> None:
@@ -130,6 +134,8 @@ class WorkQueue(Generic[K]):
         self._delayed_at.pop(key, None)  # its heap entry is dead now: skipped when due
         if delay is not None:
             self.add_after(key, delay)
+        else:
+            self._drop_dead_delays()
 
     def add_rate_limited(self, key: K) -> None:
         self._metrics.retried()
@@ -201,7 +207,7 @@ class WorkQueue(Generic[K]):
             "waiting": len(self._waiting),
             "dirty": len(self._dirty),
             "processing": len(self._processing),
-            "delayed": len(self._delayed_at),
+            "delayed": len(self._delayed),  # entries, dead ones too: each holds its key
             "backoff": len(self._limiter),
         }
 
@@ -234,6 +240,13 @@ class WorkQueue(Generic[K]):
             if self._delayed_at.get(key) == ready:
                 del self._delayed_at[key]
                 self.add(key)
+
+    def _drop_dead_delays(self) -> None:
+        """Rebuild the timers' heap without its dead entries once they outnumber the live ones
+        (each rebuild drops at least half of what it walks: amortised O(1) per entry)."""
+        if len(self._delayed) > 2 * len(self._delayed_at):
+            self._delayed = [e for e in self._delayed if self._delayed_at.get(e[2]) == e[0]]
+            heapq.heapify(self._delayed)
 
     def _push(self, key: K, priority: int) -> None:
         # A key moved up leaves its old entry behind, dead: skipped when popped.

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
+import weakref
+from typing import Any
+
+import attrs
 
 from kubetrain.operator.runtime import ratelimit, workqueue
 
@@ -87,3 +92,42 @@ def test_the_queue_s_maps_empty_once_every_key_is_done_and_forgotten_and_the_met
         assert set(q.sizes().values()) == {0}, q.sizes()
 
     asyncio.run(scenario())
+
+
+def test_a_dropped_delay_leaves_no_key_behind() -> None:
+    """A job deleted while its next pass waits (a running job's goodput refresh is 10 to 60 minutes
+    off) must not stay in the timers' heap until that time: under churn that kept every job of the
+    last hour."""
+
+    @attrs.frozen
+    class Key:  # a job's key that can say whether anything still holds it
+        name: str
+        __weakref__: Any = attrs.field(init=False, eq=False, repr=False)
+
+    now = [0.0]
+    q: workqueue.WorkQueue[Key] = workqueue.WorkQueue(clock=lambda: now[0])
+    keys = [Key(f"job-{i}") for i in range(1000)]
+    for key in keys:
+        q.schedule(key, 600.0)  # a running job: look again in ten minutes
+    kept = Key("kept")
+    q.schedule(kept, 900.0)
+    for key in keys:
+        q.schedule(key, None)  # its pass after it was deleted: no time to look again
+    held = [weakref.ref(k) for k in keys]
+    del keys, key
+    gc.collect()
+    # No more dead entries than live ones (one: "kept"), out of a thousand.
+    assert sum(r() is not None for r in held) <= 1
+    assert q.sizes()["delayed"] <= 2, q.sizes()
+    moved = Key("moved")
+    for i in range(50):
+        q.add_after(moved, 500.0 - i)  # each earlier time leaves the later one dead
+    assert q.sizes()["delayed"] <= 4, q.sizes()
+    now[0] = 899.0
+    assert q.get_nowait() == moved
+    assert q.get_nowait() is None
+    now[0] = 900.0
+    assert q.get_nowait() == kept
+    q.done(moved)
+    q.done(kept)
+    assert set(q.sizes().values()) == {0}, q.sizes()
