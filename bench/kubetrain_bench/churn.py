@@ -13,6 +13,20 @@ them. At the end: the RSS at the start (caches synced, no job), after the first 
 (the caches full), in the middle, at the end, and once every job is gone; the peak entries of
 each map, and their entries once the jobs are gone, which must all be 0 — the run exits 1 if one
 is not within ``--settle`` seconds.
+
+A run only stands for churn if the operator keeps up: a job deleted before its first pass costs
+it a queue entry and a cache entry, never its pods, Services or memory. So it also says whether it
+did: the work queue's peak depth, how long first passes waited (p50/p99, from the operator's
+``workqueue_queue_duration_seconds{priority="-100"}``) against ``--lifetime``, and how many jobs
+were deleted before a first pass wrote their ``Created`` condition (the jobs made less the
+operator's ``kubetrain_jobs_created_total``). Past 1% of the jobs, or a p99 first-pass wait past a
+tenth of the lifetime, the report says the operator did not keep up at this rate.
+
+A deleted job's pods and Services are deleted by kube-controller-manager's garbage collector, whose
+client is limited to 20 requests a second: at more than a few jobs a second it falls behind, and
+the pods and Services of deleted jobs pile up in the apiserver — and in the operator's caches, which
+must show them while they exist. So every sample also counts the namespace's pods and Services, the
+run waits for the collector to finish before its "all gone" sample, and the report gives their peak.
 """
 
 from __future__ import annotations
@@ -32,7 +46,7 @@ from kubetrain.operator.runtime import client
 from kubetrain_bench import ROOT
 from kubetrain_bench.console import log
 from kubetrain_bench.jobs.bodies import job_body
-from kubetrain_bench.jobs.metrics import operator_samples
+from kubetrain_bench.jobs.metrics import operator_samples, operator_waits
 from kubetrain_bench.jobs.operator_phase import start_operator
 from kubetrain_bench.procs import proc_figures
 
@@ -46,6 +60,9 @@ class Sample:
     deleted: int
     rss_mib: float
     remembered: dict[str, float]  # owner/map -> entries
+    depth: float  # the work queue's keys waiting
+    children: int  # pods and Services in the namespace, of live and deleted jobs
+    first_passed: float  # jobs whose first pass wrote their Created condition
 
     @property
     def entries(self) -> float:
@@ -60,7 +77,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--lifetime", type=float, default=20, help="seconds from a job's creation to its deletion")
     p.add_argument("--nodes", type=int, default=50, help="kwok nodes")
     p.add_argument("--sample", type=float, default=30, help="seconds between samples")
-    p.add_argument("--settle", type=float, default=180, help="seconds the maps have to empty at the end")
+    p.add_argument(
+        "--settle",
+        type=float,
+        default=600,
+        help="seconds the collector and the maps have to finish at the end (600)",
+    )
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = p.parse_args(argv)
     for name in ("jobs", "minutes", "rate", "lifetime", "nodes", "sample", "settle"):
@@ -69,12 +91,34 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def remembered(metrics_port: int) -> dict[str, float]:
+# The operator's share of jobs deleted before their first pass, and its first passes' p99 wait as a
+# share of the jobs' lifetime, past which the run does not stand for churn.
+UNREACHED_MAX = 0.01
+FIRST_WAIT_MAX = 0.1
+
+
+def remembered(samples: list[Any]) -> dict[str, float]:
     return {
         f"{s.labels['owner']}/{s.labels['map']}": s.value
-        for s in operator_samples(metrics_port)
+        for s in samples
         if s.name == "kubetrain_remembered_entries"
     }
+
+
+def first_passed(samples: list[Any]) -> float:
+    return float(
+        sum(
+            s.value
+            for s in samples
+            if s.name == "kubetrain_jobs_created_total" and s.labels.get("namespace") == NAMESPACE
+        )
+    )
+
+
+def depth(samples: list[Any]) -> float:
+    return float(
+        sum(s.value for s in samples if s.name == "workqueue_depth" and s.labels.get("name") == "trainingjob")
+    )
 
 
 class Churn:
@@ -84,28 +128,40 @@ class Churn:
         self.args, self.api, self.pid, self.metrics_port = args, api, pid, metrics_port
         self.made = self.deleted = self.failed = 0
         self.samples: list[Sample] = []
+        self.scraped: list[Any] = []  # the operator's metrics at the last sample
         self.started = time.monotonic()
         self._due: asyncio.Queue[tuple[float, str]] = asyncio.Queue()
         self._making = True
 
-    def sample(self) -> Sample:
+    async def count(self, resource: client.Resource) -> int:
+        page = await self.api.list(resource, NAMESPACE, limit="1")
+        return len(page["items"]) + int(page["metadata"].get("remainingItemCount") or 0)
+
+    async def sample(self) -> Sample:
+        children = await self.count(client.PODS) + await self.count(client.SERVICES)
+        scraped = operator_samples(self.metrics_port)
+        self.scraped = scraped
         s = Sample(
             seconds=time.monotonic() - self.started,
             made=self.made,
             deleted=self.deleted,
             rss_mib=proc_figures(self.pid)["rss_mib"],
-            remembered=remembered(self.metrics_port),
+            remembered=remembered(scraped),
+            depth=depth(scraped),
+            children=children,
+            first_passed=first_passed(scraped),
         )
         self.samples.append(s)
         log(
             f"  {s.seconds:6.0f}s made {s.made:6d} deleted {s.deleted:6d} live {s.made - s.deleted:5d} "
-            f"rss {s.rss_mib:6.1f} MiB remembered {s.entries:6.0f}"
+            f"rss {s.rss_mib:6.1f} MiB remembered {s.entries:6.0f} queue {s.depth:5.0f} "
+            f"first passes {s.first_passed:6.0f} pods+services {s.children:6d}"
         )
         return s
 
     async def run(self) -> None:
         self.started = time.monotonic()
-        self.sample()
+        await self.sample()
         sampler = asyncio.create_task(self._sampler())
         deleter = asyncio.create_task(self._deleter())
         try:
@@ -115,7 +171,7 @@ class Churn:
             self._making = False
             deleter.cancel()
             sampler.cancel()
-        self.sample()
+        await self.sample()
 
     async def _maker(self) -> None:
         a = self.args
@@ -165,19 +221,20 @@ class Churn:
     async def _sampler(self) -> None:
         while True:
             await asyncio.sleep(self.args.sample)
-            self.sample()
+            await self.sample()
 
     async def settle(self) -> Sample:
-        """Once every job is gone (the apiserver lists none), until every map is empty or ``--settle``."""
+        """Once every job is gone (the apiserver lists none) and the garbage collector has deleted
+        their pods and Services, until every map is empty or ``--settle``."""
         deadline = time.monotonic() + self.args.settle
         while (await self.api.list(client.TRAININGJOBS, NAMESPACE))["items"]:
             if time.monotonic() > deadline:
                 break
             await asyncio.sleep(2)
-        last = self.sample()
-        while last.entries and time.monotonic() < deadline:
+        last = await self.sample()
+        while (last.entries or last.children) and time.monotonic() < deadline:
             await asyncio.sleep(5)
-            last = self.sample()
+            last = await self.sample()
         return last
 
 
@@ -194,6 +251,9 @@ def figures(churn: Churn, gone: Sample, args: argparse.Namespace) -> dict[str, A
         for k, v in x.remembered.items():
             peak[k] = max(peak.get(k, 0), v)
     rss = [x.rss_mib for x in making]
+    # Jobs never given a first pass: the operator's count is read once every job is gone.
+    unreached = max(0.0, churn.made - gone.first_passed)
+    first_wait = operator_waits(churn.scraped).get("first passes", {})
     return {
         "params": vars(args),
         "made": churn.made,
@@ -210,6 +270,20 @@ def figures(churn: Churn, gone: Sample, args: argparse.Namespace) -> dict[str, A
             "max": round(max(rss), 1),
             "median": round(statistics.median(rss), 1),
         },
+        "peak_children": max(x.children for x in s),
+        "children_when_gone": gone.children,
+        "queue": {
+            "peak_depth": max(x.depth for x in s),
+            "first_passed": gone.first_passed,
+            "unreached": unreached,
+            "unreached_share": round(unreached / churn.made, 4) if churn.made else 0.0,
+            "first_wait_p50": round(first_wait.get("p50", 0.0), 2),
+            "first_wait_p99": round(first_wait.get("p99", 0.0), 2),
+        },
+        "kept_up": (
+            unreached <= UNREACHED_MAX * churn.made
+            and first_wait.get("p99", 0.0) <= FIRST_WAIT_MAX * args.lifetime
+        ),
         "peak_entries": peak,
         "entries_when_gone": gone.remembered,
         "empty": not gone.entries,
@@ -217,15 +291,25 @@ def figures(churn: Churn, gone: Sample, args: argparse.Namespace) -> dict[str, A
 
 
 def report(f: dict[str, Any]) -> str:
-    p, r = f["params"], f["rss_mib"]
+    p, r, q = f["params"], f["rss_mib"], f["queue"]
     lines = [
         f"Churn on {p['nodes']} kwok nodes: {f['made']:,} jobs made ({f['refused']} refused) and "
         f"{f['deleted']:,} deleted in {f['seconds']:.0f} s ({f['rate']:g} a second; each lived "
         f"{p['lifetime']:g} s: 2 pods and 2 Services)",
         f"  operator RSS, MiB: start {r['start']}, after a tenth {r['tenth']}, middle {r['middle']}, "
         f"end {r['end']}, all gone {r['gone']} (max {r['max']}, median {r['median']})",
-        "  per-job maps (owner/map): peak entries -> entries once the jobs are gone",
+        f"  work queue: peak depth {q['peak_depth']:.0f}; first passes waited p50 {q['first_wait_p50']:g} s, "
+        f"p99 {q['first_wait_p99']:g} s; {q['unreached']:,.0f} jobs ({100 * q['unreached_share']:.1f}%) "
+        "deleted before a first pass wrote their status",
+        f"  pods and Services in the namespace (live jobs', and deleted jobs' the garbage collector has "
+        f"not deleted yet): peak {f['peak_children']:,}, {f['children_when_gone']:,} at the end",
     ]
+    if not f["kept_up"]:
+        lines.append(
+            f"  THE OPERATOR DID NOT KEEP UP at {p['rate']:g} jobs a second: most jobs cost it a queue entry, "
+            "not a pass; this run does not stand for churn (lower --rate or raise --lifetime)"
+        )
+    lines.append("  per-job maps (owner/map): peak entries -> entries once the jobs are gone")
     for k in sorted(f["peak_entries"]):
         lines.append(f"    {k:36} {f['peak_entries'][k]:8.0f} -> {f['entries_when_gone'].get(k, 0):.0f}")
     lines.append("  every map empty: " + ("yes" if f["empty"] else "NO"))
