@@ -90,7 +90,7 @@ _RESOURCES = {"cpu": "50m", "memory": "32Mi"}
 # How often the agent and the barrier read the pod's labels, annotations and progress (shell
 # builtins: each look costs one `sleep`).
 POLL_SECONDS = 0.2
-# How often at most the agent prints a changed progress line.
+# How often at most the agent prints a changed progress line (a checkpoint's answer: at once).
 PRINT_SECONDS = 5
 _CLOCK = "read -r up _ < /proc/uptime; now=${up%.*}"
 
@@ -129,7 +129,7 @@ def _agent_script(in_place: bool, progress: v1beta1.ProgressSpec | None) -> str:
         setup += [
             f"p={naming.PROGRESS_FILE}",
             'rm -f "$p"',
-            "last=; said=; seen=; said_at=0",
+            "last=; said=; seen=; said_at=0; answered=",
             _CLOCK,
             "moved=$now",
         ]
@@ -139,8 +139,10 @@ def _agent_script(in_place: bool, progress: v1beta1.ProgressSpec | None) -> str:
             'line=; { read -r line < "$p"; } 2>/dev/null',
             _CLOCK,
             'if [ "$line" != "$last" ]; then last=$line; moved=$now; [ -z "$seen" ] && [ -n "$line" ] && seen=$now; fi',
-            f'if [ -n "$last" ] && [ "$last" != "$said" ] && [ $((now - said_at)) -ge {PRINT_SECONDS} ]; then',
-            '  echo "progress $last"; said=$last; said_at=$now',
+            # A checkpoint's answer goes out at once: a stop waits for it.
+            'a=; case "$last" in *" answered="*) a=${last##* answered=}; a=${a%% *};; esac',
+            f'if [ -n "$last" ] && [ "$last" != "$said" ] && {{ [ $((now - said_at)) -ge {PRINT_SECONDS} ] || [ "$a" != "$answered" ]; }}; then',
+            '  echo "progress $last"; said=$last; said_at=$now; answered=$a',
             "fi",
         ]
         if progress.deadline_seconds is not None:

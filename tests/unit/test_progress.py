@@ -405,3 +405,25 @@ def test_a_template_that_says_null_for_its_lists_still_gets_the_progress_file() 
     pod = next(o for o in objects if o["kind"] == "Pod")
     assert [v["name"] for v in pod["spec"]["volumes"]] == [naming.PROGRESS_VOLUME]
     assert pod["spec"]["initContainers"][0]["name"] == naming.AGENT
+
+
+def test_the_agent_says_a_checkpoint_s_answer_at_once(tmp_path: pathlib.Path) -> None:
+    """A changed line waits out the 5 s between two prints; one that answers a request does not."""
+    data = tmp_path / "progress"
+    data.mkdir()
+    script = agent._agent_script(False, v1beta1.ProgressSpec()).replace(naming.PROGRESS_DIR, str(data))
+    run = subprocess.Popen(["sh", "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.5)  # the agent starts by removing what an attempt before left
+        (data / "progress").write_text("step=1 loss=0.5\n")
+        time.sleep(0.6)  # said: the first line
+        (data / "progress").write_text("step=2 loss=0.4\n")
+        time.sleep(0.6)  # not said: within 5 s of the last
+        (data / "progress").write_text("step=2 loss=0.4 checkpoint=2 answered=1\n")
+        time.sleep(0.6)  # said at once
+    finally:
+        run.terminate()
+        run.wait(timeout=10)
+    out = run.stdout.read().splitlines() if run.stdout else []
+    said = [line for line in out if line.startswith("progress ")]
+    assert said[:2] == ["progress step=1 loss=0.5", "progress step=2 loss=0.4 checkpoint=2 answered=1"], out
