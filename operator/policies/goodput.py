@@ -227,8 +227,7 @@ def _running(
         charged[Cause.HUNG] = _seconds(since, now)
         return now, None
     deadline = spec.deadline_seconds if spec is not None else None
-    running = _condition(prev, C.RUNNING)
-    began = running.last_transition_time if running is not None else None
+    began = _attempt_began(prev)
     reported = moved_at is not None and began is not None and moved_at >= began
     if spec is not None and began is not None and not reported:
         # Start-up inside the containers (imports, the rendezvous, a checkpoint loaded) until the
@@ -251,6 +250,17 @@ def _running(
         charged[Cause.HUNG] = _seconds(since, now)
         return now, None
     return since, limit
+
+
+def _attempt_began(status: v1beta1.TrainingJobStatus) -> datetime.datetime | None:
+    """When the running attempt began running: the job turned Running, or its last restart
+    ended (a restart, a move off a noticed node, leaves the Running condition as it was)."""
+    times = [
+        c.last_transition_time
+        for c in (_condition(status, C.RUNNING), _condition(status, C.RESTARTING))
+        if c is not None and c.last_transition_time is not None
+    ]
+    return max(times) if _condition(status, C.RUNNING) is not None and times else None
 
 
 def _grace(spec: v1beta1.ProgressSpec) -> datetime.timedelta:

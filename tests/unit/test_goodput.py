@@ -254,6 +254,13 @@ def test_before_the_attempt_s_step_first_moves_running_time_is_start_up_for_the_
     # Its step first moves at 330 s: start-up until then, productive after.
     moved = account(prev, status(S.RUNNING, since=300, progress=reading(60, 330)), 400, spec=DEADLINE)
     assert seconds(moved) == {"productive": 100 + 70, "starting": 100 + 130}
+    # A restart that ended at 350 s (a move off a noticed node leaves Running as it was): the
+    # attempt began then, and its step has not moved since.
+    restarted = attrs.evolve(
+        prev, conditions=(*prev.conditions, _cond(C.RESTARTING, "Restarted", 350, true=False))
+    )
+    after = account(restarted, status(S.RUNNING, since=300, progress=reading(60, 330)), 400, spec=DEADLINE)
+    assert seconds(after) == {"productive": 100, "starting": 100 + 200}
     # Without progress reports the operator cannot tell: productive.
     assert seconds(account(prev, status(S.RUNNING, since=300), 400))["productive"] == 100 + 200
 
