@@ -136,7 +136,7 @@ bench-ha: install control-plane ## two operator replicas under 2,000 jobs on kwo
 	$(BIN_PATH) $(BENCH_PATH) $(BIN)/python bench/ha_bench.py $(BENCH_ARGS)
 
 .PHONY: bench-churn
-bench-churn: install control-plane ## 100,000 jobs made and deleted over an hour on kwok: operator RSS, every per-job map empty after
+bench-churn: install control-plane ## jobs made and deleted on kwok (up to 100,000 or an hour; --rate, --lifetime): operator RSS, every per-job map empty after
 	$(BIN_PATH) $(BENCH_PATH) $(BIN)/python bench/churn_bench.py $(BENCH_ARGS)
 
 .PHONY: dev
