@@ -255,12 +255,13 @@ def _running(
 def _attempt_began(status: v1beta1.TrainingJobStatus) -> datetime.datetime | None:
     """When the running attempt began running: the job turned Running, or its last restart
     ended (a restart, a move off a noticed node, leaves the Running condition as it was)."""
-    times = [
-        c.last_transition_time
-        for c in (_condition(status, C.RUNNING), _condition(status, C.RESTARTING))
-        if c is not None and c.last_transition_time is not None
-    ]
-    return max(times) if _condition(status, C.RUNNING) is not None and times else None
+    running = _condition(status, C.RUNNING)
+    if running is None:
+        return None
+    ends = (running, _condition(status, C.RESTARTING))
+    return max(
+        (c.last_transition_time for c in ends if c is not None and c.last_transition_time), default=None
+    )
 
 
 def _grace(spec: v1beta1.ProgressSpec) -> datetime.timedelta:
