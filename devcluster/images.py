@@ -29,6 +29,7 @@ import hashlib
 import io
 import json
 import pathlib
+import re
 import shutil
 import subprocess
 import tarfile
@@ -187,8 +188,8 @@ def operator(root: pathlib.Path) -> Image:
 def released_operator(root: pathlib.Path, commit: str) -> Image:
     """:func:`operator` built from another source tree: ``root``, a checkout of ``commit`` (the
     last release's, for the upgrade test). Its own name keeps its cached archive beside the working
-    tree's (the cache keeps one archive per name, and sweeps ``NAME-*``: so not ``operator-...``)
-    and its tag names the commit, so that a rollout between the two changes the Deployment's pods."""
+    tree's (the cache keeps one archive per name) and its tag names the commit, so that a rollout
+    between the two changes the Deployment's pods."""
     return attrs.evolve(operator(root), name="kubetrain.local/released-operator", tag=commit[:12])
 
 
@@ -423,8 +424,11 @@ def build(image: Image, *, cache: pathlib.Path | None = None) -> pathlib.Path:
             _rootfs(image, rootfs)
             _write_archive(image, rootfs, work, archive.with_suffix(".partial"))
             archive.with_suffix(".partial").rename(archive)
-        for stale in cache.glob(f"{image.name.replace('/', '_')}-*.tar"):
-            if stale != archive:
+        # Earlier builds of this name only: ``NAME-<16 hex>.tar`` (a glob's ``NAME-*`` also takes
+        # another image whose name begins with this one's and a hyphen).
+        own = re.compile(re.escape(stem) + r"-[0-9a-f]{16}\.tar")
+        for stale in cache.iterdir():
+            if stale != archive and own.fullmatch(stale.name):
                 stale.unlink()
     return archive
 

@@ -12,10 +12,10 @@ wrong). The generator itself is checked too: reproducible, every kind reached.
 from __future__ import annotations
 
 import collections
+import os
 import pathlib
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -83,6 +83,14 @@ def test_hostile_files_through_every_door(
     assert all(seen[f"{d} done"] >= 5 for d in ("read", "convert", "render")), seen
 
 
+def cpu_seconds() -> float:
+    """This process's CPU time and its waited-for children's: the work done, which a loaded machine
+    does not stretch as it stretches the wall clock (a test of this file once took 6.8 s of wall time
+    under a load average of 20)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def test_five_megabytes_are_read_or_refused_within_seconds(
     tmp_path: pathlib.Path, no_cluster: client.Client
 ) -> None:
@@ -94,9 +102,9 @@ def test_five_megabytes_are_read_or_refused_within_seconds(
     ):
         path = tmp_path / "big.yaml"
         path.write_text(text)
-        started = time.perf_counter()
+        started = cpu_seconds()
         o = doors.run("read", str(path), "", no_cluster)
-        assert time.perf_counter() - started < 5
+        assert cpu_seconds() - started < 5
         assert (o.code == 0) == done, o.err
 
 
@@ -119,11 +127,11 @@ def test_the_command_itself_on_a_few(tmp_path: pathlib.Path) -> None:
     ):
         path = tmp_path / f"{verb}.yaml"
         path.write_bytes(data)
-        started = time.perf_counter()
+        started = cpu_seconds()
         result = subprocess.run(
             [str(script), verb, str(path)], capture_output=True, text=True, timeout=30, check=False
         )
-        assert time.perf_counter() - started < 5
+        assert cpu_seconds() - started < 5
         assert result.returncode == 1, result.stderr
         (line,) = result.stderr.splitlines()
         assert line.startswith(f"error: {path}:1:") or line.startswith(f"error: {path}:"), line

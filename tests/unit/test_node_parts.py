@@ -105,3 +105,21 @@ def test_an_image_without_packages_is_an_oci_layout_of_its_files(tmp_path: pathl
     assert config["rootfs"]["diff_ids"] == [layer["digest"]]
     with tarfile.open(fileobj=__import__("io").BytesIO(layer_bytes)) as inner:
         assert "./pause" in inner.getnames()
+
+
+def test_a_build_sweeps_its_own_earlier_archives_and_no_other_images(tmp_path: pathlib.Path) -> None:
+    program = tmp_path / "pause"
+    program.write_bytes(b"one")
+    cache = tmp_path / "cache"
+    image = images.Image(name="kubetrain.local/t", tag="1", files=(("/pause", program),))
+    first = images.build(image, cache=cache)
+    # Another image whose name begins with this one's and a hyphen, and a file that is no archive.
+    longer = images.build(attrs.evolve(image, name="kubetrain.local/t-released"), cache=cache)
+    (cache / "kubetrain.local_t-notes.tar").write_text("kept")
+    program.write_bytes(b"two")
+    second = images.build(image, cache=cache)
+    assert second != first
+    assert not first.exists()
+    assert second.exists()
+    assert longer.exists()
+    assert (cache / "kubetrain.local_t-notes.tar").exists()
