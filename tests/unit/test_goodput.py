@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 
 import attrs
 import pytest
@@ -74,9 +75,16 @@ def status(
     )
 
 
-def reading(step: int, moved: float, rate: str | None = "2") -> v1beta1.ProgressStatus:
+def reading(
+    step: int, moved: float, rate: str | None = "2", checkpoint: int | None = None
+) -> v1beta1.ProgressStatus:
     return v1beta1.ProgressStatus(
-        step=step, pod="j-worker-0", observed_time=at(moved), last_moved_time=at(moved), steps_per_second=rate
+        step=step,
+        pod="j-worker-0",
+        observed_time=at(moved),
+        last_moved_time=at(moved),
+        steps_per_second=rate,
+        checkpoint=checkpoint,
     )
 
 
@@ -283,6 +291,37 @@ def test_steps_thrown_away_by_a_restart_are_charged_as_they_are_run_again() -> N
     done = account(prev, status(S.RUNNING, since=1000, progress=reading(1220, 1260)), 1260)
     assert seconds(done) == {"productive": 1050, "redone": 210}
     assert done.redo_owed_seconds == 0
+
+
+@pytest.mark.parametrize("stop", [S.SUSPENDED, S.RESTARTING, S.PENDING])
+def test_with_checkpoints_reported_an_attempt_s_steps_since_its_last_are_owed_as_it_ends(stop: S) -> None:
+    g = v1beta1.GoodputStatus(accounted_time=at(1100), productive_seconds=1100)
+    # Running since 1000 s at 2 steps/s; read at 1190 s: step 1200, its last checkpoint at 1100.
+    prev = status(S.RUNNING, since=1000, progress=reading(1200, 1190, checkpoint=1100), g=g)
+    ended = account(prev, status(stop, since=1200, progress=prev.progress), 1200)
+    assert seconds(ended) == {"productive": 1200}
+    assert ended.redo_owed_seconds == 50 + 10, "100 steps at 2 steps/s, and the 10 s since the reading"
+    # The next attempt, running from 1500 s, reads 1150 (it resumed from 1100): nothing owed twice.
+    prev = status(S.RUNNING, since=1500, progress=reading(1200, 1190, checkpoint=1100), g=ended)
+    prev = attrs.evolve(prev, goodput=attrs.evolve(ended, accounted_time=at(1500)))
+    back = account(prev, status(S.RUNNING, since=1500, progress=reading(1150, 1530, None, 1100)), 1530)
+    assert back.redo_owed_seconds == 60
+    assert seconds(back)["redone"] == 30, "the way back"
+    # A checkpoint taken as the stop came (a checkpoint before a stop, answered): only the time
+    # since the reading is thrown away.
+    answered = status(S.RUNNING, since=1000, progress=reading(1200, 1196, checkpoint=1200), g=g)
+    assert account(answered, status(stop, since=1200), 1200).redo_owed_seconds == 4
+
+
+def test_with_checkpoints_reported_a_restart_inside_the_containers_owes_the_steps_since_the_last() -> None:
+    g = v1beta1.GoodputStatus(accounted_time=at(1100), productive_seconds=1100)
+    prev = status(S.RUNNING, since=1000, progress=reading(1200, 1190, checkpoint=1100), g=g)
+    back = account(prev, status(S.RUNNING, since=1000, progress=reading(1120, 1200, None, 1100)), 1200)
+    assert back.redo_owed_seconds == 50
+    assert seconds(back) == {"productive": 1100, "redone": 100}
+    # Resumed from before its last checkpoint (from the start): every step since is owed.
+    scratch = account(prev, status(S.RUNNING, since=1000, progress=reading(20, 1200, None)), 1200)
+    assert scratch.redo_owed_seconds == math.ceil((1200 - 20) / 2)
 
 
 def test_what_is_owed_is_never_more_than_the_productive_time_so_far() -> None:
