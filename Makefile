@@ -73,6 +73,13 @@ realcode-deps: $(VENV)/.realcode-deps ## install the realcode tier's frameworks 
 realcode: install realcode-deps ## the realcode tier only: real framework processes at kubetrain's rendezvous
 	$(BIN)/pytest tests/realcode
 
+.PHONY: images
+images: install ## build the images real nodes hold (as root; cached), ahead of the node tier's first cluster
+	@# As with a real node's parts (build-control-plane.sh): where they cannot be built, say so and go
+	@# on; the node tier's first cluster then builds them and fails, naming what is missing.
+	@if ! { hack/apt-install.sh images mmdebstrap && $(BIN)/kubetrain dev images --seed-images; }; then \
+	  echo "==> WARNING: the real nodes' images were not built (above); the node tier builds them" >&2; fi
+
 .PHONY: integration
 integration: install control-plane ## the cluster tiers only (integration, e2e and node)
 	$(BIN_PATH) $(BIN)/pytest tests/integration tests/e2e tests/node
@@ -84,10 +91,11 @@ node: install control-plane ## the node tier only: real kubelets and containers 
 .PHONY: test
 test: ## everything CI runs: lint, types, and every test tier
 	@# The cold path overlaps: the control plane's Go builds (both cores) run beside the realcode
-	@# tier's pip and apt installs (the network), then lint; each line is prefixed with its job, and a
-	@# failure of one stops the other and fails here, naming it (hack/concurrently.sh).
+	@# tier's pip and apt installs and the real nodes' images (downloads and unpacking, mostly), then
+	@# lint; each line is prefixed with its job, and a failure of one stops the other and fails
+	@# here, naming it (hack/concurrently.sh).
 	hack/concurrently.sh control-plane '$(MAKE) --no-print-directory control-plane' \
-	  'realcode-deps lint' '$(MAKE) --no-print-directory realcode-deps lint'
+	  'realcode-deps images lint' '$(MAKE) --no-print-directory realcode-deps images lint'
 	$(BIN)/kubetrain manifests --check
 	@# The pure tiers on every core: nothing shared, no cluster (pytest-xdist). The slowest tests of
 	@# each run are printed, so that a tier that grows shows where.

@@ -1,4 +1,4 @@
-"""``kubetrain dev up|run|down|kubeconfig``: a local cluster for trying kubetrain.
+"""``kubetrain dev up|run|down|kubeconfig|images``: a local cluster for trying kubetrain.
 
 The work is :mod:`kubetrain.devcluster.dev`'s, imported only when one of these runs: the
 job verbs never need the local cluster's tooling.
@@ -45,6 +45,11 @@ def arguments(_verb: str, p: argparse.ArgumentParser) -> None:
             seed_images=a.seed_images,
         )
     )
+    built = dev_sub.add_parser(
+        "images", help="build the images real nodes hold, ahead of the first start (as root; cached)"
+    )
+    _seed_images(built)
+    built.set_defaults(run=lambda a: _dev().build_images(seed_images=a.seed_images))
     dev_sub.add_parser("down", help="stop the running one").set_defaults(run=lambda a: _dev().down())
     dev_sub.add_parser("kubeconfig", help="print the path of its admin kubeconfig").set_defaults(
         run=_kubeconfig

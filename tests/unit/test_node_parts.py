@@ -9,8 +9,9 @@ import pathlib
 import tarfile
 
 import attrs
+import pytest
 
-from kubetrain.devcluster import images, network, process
+from kubetrain.devcluster import dev, images, network, process
 
 
 def net(slot: int) -> network.NodeNetwork:
@@ -123,3 +124,26 @@ def test_a_build_sweeps_its_own_earlier_archives_and_no_other_images(tmp_path: p
     assert second.exists()
     assert longer.exists()
     assert (cache / "kubetrain.local_t-notes.tar").exists()
+
+
+def test_dev_images_builds_what_is_not_cached_and_says_each(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("KUBETRAIN_CACHE", str(tmp_path / "cache"))
+    program = tmp_path / "p"
+    program.write_bytes(b"x")
+    one, two = (images.Image(name=f"kubetrain.local/{n}", tag="1", files=(("/p", program),)) for n in "ab")
+    broken = images.Image(name="kubetrain.local/c", tag="1", files=(("/p", tmp_path / "missing"),))
+    wanted = [one, two]
+    monkeypatch.setattr(images, "for_nodes", lambda _root, pause, seeds: wanted)
+    images.build(one)
+    assert dev.build_images(root=tmp_path) == 0
+    out = capsys.readouterr().out
+    assert "kubetrain.local/a:1: cached" in out
+    assert "build kubetrain.local/b:1" in out
+    assert "kubetrain.local/b:1: built" in out
+    assert images.cached(two)
+    wanted.append(broken)
+    assert dev.build_images(root=tmp_path) == 1
+    said = capsys.readouterr()
+    assert said.err.startswith("error: image kubetrain.local/c:1: "), said.err
