@@ -1,7 +1,8 @@
 """One document of any old kind in, one v1beta1 TrainingJob (and its notes) out.
 
 :func:`convert` picks the :class:`~kubetrain.convert.kinds.Kind` by apiVersion and kind —
-a TrainingJob of either version passes through, as v1beta1 — reads the document, and then
+a TrainingJob of either version passes through, as v1beta1 (one made from a runtime as it is,
+its own parts checked) — reads the document, and then
 checks the result exactly as admission would (:func:`kubetrain.operator.intake.decode`), so
 what ``kubetrain convert`` prints is a job the cluster accepts. Kubeflow Trainer v2's kinds
 give what is not a whole job: a runtime, or a job made from one (``spec.runtimeRef``), whole
@@ -17,7 +18,7 @@ from typing import Any
 import attrs
 
 from kubetrain.api import scheme, v1beta1, validation
-from kubetrain.convert import kinds, notes, reader
+from kubetrain.convert import kinds, notes, reader, trainer
 from kubetrain.operator import intake
 
 __all__ = ["KINDS", "Converted", "back", "convert", "kind_of"]
@@ -71,6 +72,9 @@ def convert(data: Any) -> Converted:
     """``data`` as a v1beta1 TrainingJob; bad input raises ValidationError with input paths."""
     if not isinstance(data, Mapping):
         raise validation.ValidationError.at((), f"expected an object, got {type(data).__name__}")
+    spec = data.get("spec")
+    if data.get("apiVersion") == v1beta1.API_VERSION and isinstance(spec, Mapping) and "runtimeRef" in spec:
+        return _made_from_runtime(data)
     if data.get("apiVersion") in scheme.SERVED_VERSIONS:
         return Converted(job=_admitted(scheme.convert_unstructured(data, v1beta1.API_VERSION)))
     kind = kind_of(data)
@@ -96,6 +100,15 @@ def back(job: v1beta1.TrainingJob, api_version: str, kind: str) -> dict[str, Any
     out = found.from_job(job)
     out["apiVersion"] = api_version
     return out
+
+
+def _made_from_runtime(data: Mapping[str, Any]) -> Converted:
+    """A v1beta1 TrainingJob made from a runtime, as it is: whole only once the runtime it names
+    expands it (at admission, or ``kubetrain render --runtimes``); its own parts checked here."""
+    findings = reader.Findings()
+    trainer.check_short_job(reader.Reader(data, (), findings), data["spec"])
+    findings.check()
+    return Converted(document=dict(data))
 
 
 def _admitted(doc: dict[str, Any]) -> v1beta1.TrainingJob:

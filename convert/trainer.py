@@ -49,7 +49,7 @@ from typing import Any
 
 import attrs
 
-from kubetrain.api import validation, wire
+from kubetrain.api import podtemplate, v1beta1, validation, wire
 from kubetrain.convert import reader
 from kubetrain.operator.frameworks import framework as fw_contract
 from kubetrain.operator.frameworks import registry
@@ -233,3 +233,33 @@ def checked(doc: reader.Reader, value: Any, cls: type[Any], at: validation.Path,
     except validation.ValidationError as e:
         for f in e.errors:
             doc.findings.error((*at, *f.path), f"{f.message} (in the converted {what})")
+
+
+def check_short_job(doc: reader.Reader, spec: Mapping[str, Any]) -> None:
+    """The parts of a TrainingJob made from a runtime that can be judged before it is expanded,
+    as admission would: its runtimeRef, trainer and runPolicy, and its templates' own fields."""
+    what = "TrainingJob"
+    checked(doc, spec.get("runtimeRef"), v1beta1.RuntimeRef, ("spec", "runtimeRef"), what)
+    for field, cls in (("trainer", v1beta1.Trainer), ("runPolicy", v1beta1.RunPolicy)):
+        if field in spec:
+            checked(doc, spec[field], cls, ("spec", field), what)
+    replicas = spec.get("replicaSpecs", {})
+    if not isinstance(replicas, Mapping):
+        doc.findings.error(("spec", "replicaSpecs"), f"expected an object (in the converted {what})")
+        return
+    for t, replica in replicas.items():
+        at: validation.Path = ("spec", "replicaSpecs", str(t))
+        template = replica.get("template", {}) if isinstance(replica, Mapping) else None
+        if template is not None:
+            at = (*at, "template")
+            if isinstance(template, Mapping) and not isinstance(template.get("spec", {}), Mapping):
+                template, at = None, (*at, "spec")
+        if not isinstance(template, Mapping):
+            doc.findings.error(at, f"expected an object (in the converted {what})")
+            continue
+        # An override is part of a template: what the runtime gives (a spec, its containers) is filled
+        # in so that only the override's own fields are judged.
+        pod_spec = {**template.get("spec", {})}
+        pod_spec.setdefault("containers", [{"name": "runtime"}])
+        for f in podtemplate.errors({**template, "spec": pod_spec}, at):
+            doc.findings.error(f.path, f"{f.message} (in the converted {what})")

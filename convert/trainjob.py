@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.api import naming, podtemplate, v1beta1, validation
+from kubetrain.api import naming, v1beta1, validation
 from kubetrain.convert import kinds, reader, trainer
 
 __all__ = ["KINDS"]
@@ -97,7 +97,7 @@ def _trainjob(doc: reader.Reader) -> dict[str, Any]:
     if managed_by:
         out_spec["managedBy"] = managed_by
     if not doc.findings.errors:
-        _check(doc, out_spec)
+        trainer.check_short_job(doc, out_spec)
     return {"apiVersion": kinds.API_VERSION, "kind": v1beta1.KIND, "metadata": meta, "spec": out_spec}
 
 
@@ -520,25 +520,6 @@ def _managed_by(spec: reader.Reader) -> str | None:
             "managedBy",
         )
     return managed_by
-
-
-def _check(doc: reader.Reader, spec: Mapping[str, Any]) -> None:
-    """The parts of the short job kubetrain can judge before it is expanded, as admission would."""
-    what = "TrainingJob"
-    trainer.checked(doc, spec["runtimeRef"], v1beta1.RuntimeRef, ("spec", "runtimeRef"), what)
-    if "trainer" in spec:
-        trainer.checked(doc, spec["trainer"], v1beta1.Trainer, ("spec", "trainer"), what)
-    if "runPolicy" in spec:
-        trainer.checked(doc, spec["runPolicy"], v1beta1.RunPolicy, ("spec", "runPolicy"), what)
-    for t, replica in spec.get("replicaSpecs", {}).items():
-        template = replica["template"]
-        # An override is part of a template: what the runtime gives (a spec, its containers) is filled
-        # in so that only the override's own fields are judged.
-        pod_spec = {**template.get("spec", {})}
-        pod_spec.setdefault("containers", [{"name": "runtime"}])
-        at = ("spec", "replicaSpecs", t, "template")
-        for f in podtemplate.errors({**template, "spec": pod_spec}, at):
-            doc.findings.error(f.path, f"{f.message} (in the converted {what})")
 
 
 KINDS: tuple[kinds.Kind, ...] = (

@@ -880,3 +880,35 @@ def test_the_kinds_are_registered_once() -> None:
         assert found.kind == kind
         assert found in (*trainjob.KINDS, *trainingruntime.KINDS)
     assert document.kind_of({"apiVersion": "trainer.kubeflow.org/v2alpha1", "kind": "TrainJob"}) is None
+
+
+@pytest.mark.parametrize(
+    "path", sorted((ROOT / "samples" / "v1beta1" / "short").glob("*.yaml")), ids=lambda p: p.stem
+)
+def test_kubetrain_s_own_job_made_from_a_runtime_passes_through_as_it_is(path: pathlib.Path) -> None:
+    data = yaml.safe_load(path.read_text())
+    out = document.convert(data)
+    assert out.job is None
+    assert out.document == data
+
+
+def test_a_job_made_from_a_runtime_is_checked_in_its_own_parts() -> None:
+    data = {
+        "apiVersion": v1beta1.API_VERSION,
+        "kind": "TrainingJob",
+        "metadata": {"name": "j"},
+        "spec": {
+            "runtimeRef": {"name": 5, "kind": "Bogus"},
+            "trainer": {"numNodes": -1},
+            "replicaSpecs": {"Worker": [1], "Chief": {"template": {"spec": "x"}}},
+        },
+    }
+    with pytest.raises(validation.ValidationError) as e:
+        document.convert(data)
+    assert {".".join(map(str, f.path)) for f in e.value.errors} == {
+        "spec.runtimeRef.name",
+        "spec.runtimeRef.kind",
+        "spec.trainer.numNodes",
+        "spec.replicaSpecs.Worker",
+        "spec.replicaSpecs.Chief.template.spec",
+    }
