@@ -252,8 +252,8 @@ def check_short_job(doc: reader.Reader, spec: Mapping[str, Any]) -> None:
         template = replica.get("template", {}) if isinstance(replica, Mapping) else None
         if template is not None:
             at = (*at, "template")
-            if isinstance(template, Mapping) and not isinstance(template.get("spec", {}), Mapping):
-                template, at = None, (*at, "spec")
+        if isinstance(template, Mapping) and not isinstance(template.get("spec", {}), Mapping):
+            at, template = (*at, "spec"), None
         if not isinstance(template, Mapping):
             doc.findings.error(at, f"expected an object (in the converted {what})")
             continue
