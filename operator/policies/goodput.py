@@ -291,12 +291,13 @@ def _redo(
     productive = charged.get(Cause.PRODUCTIVE, 0)
     owed = old.redo_owed_seconds
     a, b = prev.progress, new.progress
-    if a is not None and b is not None and b.step < a.step:
+    back = a.step - b.step if a is not None and b is not None and b.step < a.step else 0
+    if back:
         moved = productive
     else:
         moved = min(productive, owed)
         owed -= moved
-    owed += _thrown_away(prev, new, now)
+    owed += _thrown_away(prev, new, now, back)
     if moved:
         charged[Cause.PRODUCTIVE] = productive - moved
         charged[Cause.REDONE] = charged.get(Cause.REDONE, 0) + moved
@@ -304,9 +305,10 @@ def _redo(
 
 
 def _thrown_away(
-    prev: v1beta1.TrainingJobStatus, new: v1beta1.TrainingJobStatus, now: datetime.datetime
+    prev: v1beta1.TrainingJobStatus, new: v1beta1.TrainingJobStatus, now: datetime.datetime, back: int
 ) -> int:
-    """Seconds of running time this pass sees thrown away, at the rate the steps were run at.
+    """Seconds of running time this pass sees thrown away, at the rate the steps were run at;
+    ``back``: the steps the first rank's reading went back in this pass (0 if it did not).
 
     A program that reports its checkpoints says where a new attempt resumes from: the running
     attempt's steps since its last checkpoint are thrown away when it ends (the job leaves Running
@@ -314,13 +316,12 @@ def _thrown_away(
     once. Otherwise they are seen only when the step goes back, from the last reading to the first
     one after: what the attempt ran after its last reading, and the steps run again before the next
     reading, are missed (a stop at 10 steps a second: 0-1 s seen of 4-9 s thrown away)."""
-    a, b = prev.progress, new.progress
+    a = prev.progress
     rate = _rate(a.steps_per_second) if a is not None else None
     if a is None or rate is None:
         return 0
-    went_back = b is not None and b.step < a.step
     if a.checkpoint is None or a.checkpoint > a.step:
-        return math.ceil((a.step - b.step) / rate) if b is not None and went_back else 0
+        return math.ceil(back / rate)
     began = _attempt_began(prev)
     if began is None or a.observed_time is None or a.observed_time < began:
         return 0  # read in an attempt before this one: charged as that one ended
@@ -328,8 +329,8 @@ def _thrown_away(
     if v1beta1.state_of(prev.conditions) is S.RUNNING and ends:
         since_read = max(0.0, (now - a.observed_time).total_seconds())
         return math.ceil((a.step - a.checkpoint) / rate + since_read)
-    if b is not None and went_back:  # a restart inside the attempt's containers
-        return math.ceil((a.step - min(a.checkpoint, b.step)) / rate)
+    if back:  # a restart inside the attempt's containers
+        return math.ceil((a.step - min(a.checkpoint, a.step - back)) / rate)
     return 0
 
 
