@@ -417,14 +417,19 @@ def cached(image: Image, *, cache: pathlib.Path | None = None) -> bool:
 
 
 def _archive(image: Image, cache: pathlib.Path) -> pathlib.Path:
-    return cache / f"{image.name.replace('/', '_')}-{digest(image)[:16]}.tar"
+    return cache / f"{_stem(image)}-{digest(image)[:16]}.tar"
+
+
+def _stem(image: Image) -> str:
+    """The name its cached archive and lock file begin with."""
+    return image.name.replace("/", "_")
 
 
 def build(image: Image, *, cache: pathlib.Path | None = None) -> pathlib.Path:
     """The OCI archive of ``image``: from the cache, or built now (one builder of it at a time)."""
     cache = cache or cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
-    stem = image.name.replace("/", "_")
+    stem = _stem(image)
     archive = _archive(image, cache)
     with binaries.locked(cache / f".{stem}.lock"):
         if archive.exists():
