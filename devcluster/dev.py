@@ -17,7 +17,6 @@ test`` builds them while the control plane compiles); the sandbox's waits for th
 
 from __future__ import annotations
 
-import concurrent.futures
 import faulthandler
 import json
 import os
@@ -298,20 +297,15 @@ def build_images(*, seed_images: bool = False, root: pathlib.Path | None = None)
     for i in wanted:
         if i not in todo:
             print(f"==> [images] {i.ref}: cached", flush=True)
+    for i in todo:
+        print(f"==> [images] build {i.ref}", flush=True)
     failed = 0
     started = time.monotonic()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=images.BUILDERS) as pool:
-        running = {pool.submit(images.build, i): i for i in todo}
-        for i in todo:
-            print(f"==> [images] build {i.ref}", flush=True)
-        for done in concurrent.futures.as_completed(running):
-            i, seconds = running[done], time.monotonic() - started
-            try:
-                done.result()
-            except (images.BuildError, OSError) as e:
-                failed += 1
-                first = str(e).splitlines()[0] if str(e) else type(e).__name__
-                print(f"error: image {i.ref}: {first}", file=sys.stderr, flush=True)
-                continue
-            print(f"==> [images] {i.ref}: built (at +{seconds:.0f}s)", flush=True)
+    for i, archive in images.build_each(todo):
+        if isinstance(archive, pathlib.Path):
+            print(f"==> [images] {i.ref}: built (at +{time.monotonic() - started:.0f}s)", flush=True)
+            continue
+        failed += 1
+        first = str(archive).splitlines()[0] if str(archive) else type(archive).__name__
+        print(f"error: image {i.ref}: {first}", file=sys.stderr, flush=True)
     return 1 if failed else 0

@@ -35,6 +35,7 @@ import subprocess
 import tarfile
 import tempfile
 import time
+from collections.abc import Iterator, Sequence
 
 import attrs
 
@@ -47,6 +48,7 @@ __all__ = [
     "Image",
     "build",
     "build_all",
+    "build_each",
     "chainer",
     "digest",
     "examples",
@@ -62,7 +64,7 @@ __all__ = [
 
 # Bump when the way an image is built changes, so cached archives are rebuilt.
 BUILDER_VERSION = "1"
-# Images built at once (build_all).
+# Images built at once (build_each).
 BUILDERS = 2
 SUITE = "bookworm"
 LAYER_MEDIA_TYPE = "application/vnd.oci.image.layer.v1.tar"
@@ -403,12 +405,30 @@ def cache_dir() -> pathlib.Path:
     return binaries.cache_dir() / "images"
 
 
-def build_all(wanted: list[Image], *, cache: pathlib.Path | None = None) -> list[pathlib.Path]:
-    """The OCI archives of ``wanted``, in order: built two at a time. A build is mostly one core's
-    work (mmdebstrap unpacking, pip installing) and waits on downloads: cold, the node tier's seven
-    took 254 s one after another on this machine's two cores."""
+def build_each(
+    wanted: Sequence[Image], *, cache: pathlib.Path | None = None
+) -> Iterator[tuple[Image, pathlib.Path | BuildError | OSError]]:
+    """Each of ``wanted`` with its OCI archive, or what stopped its build, as each ends: built two
+    at a time. A build is mostly one core's work (mmdebstrap unpacking, pip installing) and waits
+    on downloads: cold, the node tier's seven took 254 s one after another on two cores."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=BUILDERS) as pool:
-        return list(pool.map(lambda i: build(i, cache=cache), wanted))
+        running = {pool.submit(build, i, cache=cache): i for i in wanted}
+        for done in concurrent.futures.as_completed(running):
+            try:
+                yield running[done], done.result()
+            except (BuildError, OSError) as e:
+                yield running[done], e
+
+
+def build_all(wanted: Sequence[Image], *, cache: pathlib.Path | None = None) -> list[pathlib.Path]:
+    """The OCI archives of ``wanted``, in order (:func:`build_each`); the first failure raised."""
+    built = dict(build_each(wanted, cache=cache))
+    archives = []
+    for image in wanted:
+        if not isinstance(archive := built[image], pathlib.Path):
+            raise archive
+        archives.append(archive)
+    return archives
 
 
 def cached(image: Image, *, cache: pathlib.Path | None = None) -> bool:

@@ -147,3 +147,15 @@ def test_dev_images_builds_what_is_not_cached_and_says_each(
     assert dev.build_images(root=tmp_path) == 1
     said = capsys.readouterr()
     assert said.err.startswith("error: image kubetrain.local/c:1: "), said.err
+
+
+def test_build_all_keeps_the_order_asked_and_raises_a_failed_build(tmp_path: pathlib.Path) -> None:
+    cache = tmp_path / "cache"
+    program = tmp_path / "p"
+    program.write_bytes(b"x")
+    one, two = (images.Image(name=f"kubetrain.local/{n}", tag="1", files=(("/p", program),)) for n in "ab")
+    broken = images.Image(name="kubetrain.local/c", tag="1", files=(("/p", tmp_path / "missing"),))
+    archives = images.build_all([two, one], cache=cache)
+    assert [a.name.split("-")[0] for a in archives] == ["kubetrain.local_b", "kubetrain.local_a"]
+    with pytest.raises((images.BuildError, OSError)):
+        images.build_all([one, broken, two], cache=cache)
