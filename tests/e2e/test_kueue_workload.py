@@ -109,11 +109,16 @@ def test_a_job_runs_once_its_workload_is_admitted_and_a_second_waits_without_pod
 
     # The second does not fit: it waits suspended, with its Workload pending and no pod at all.
     second = create(cluster, namespace, queued_job("second", queue))
-    cond = suspended(cluster, namespace, second, "Queued")
+    suspended(cluster, namespace, second, "Queued")
     pending = eventually("second's Workload", lambda: workload(cluster, namespace, second))
-    assert (
-        cond["message"]
-        == f"waiting in Kueue LocalQueue {queue} for Kueue to admit Workload {pending['metadata']['name']}"
+    # The condition first says the Workload is being created, then names it once the operator has
+    # seen it: the next pass's, which a loaded machine may not have made yet.
+    waiting = f"waiting in Kueue LocalQueue {queue} for Kueue to admit Workload {pending['metadata']['name']}"
+    eventually(
+        "the condition to name the Workload",
+        lambda: condition(status(cluster, namespace, second), "Suspended")["message"] == waiting,
+        timeout=30,
+        evidence=lambda: condition(status(cluster, namespace, second), "Suspended"),
     )
     assert status(cluster, namespace, second)["state"] == "Suspended"
     queues.still("second waits with no pod", lambda: no_pods(cluster, namespace, second))
