@@ -18,7 +18,10 @@ apiserver: other jobs' state changes waited seconds behind them. So the reads sh
 
 Once the job has finished, its first rank is read a last time, ahead of the running jobs' turns:
 the end of a run can outpace the agent's printing, and the status would show a step from before
-the end.
+the end. The agent prints its last line as the kubelet stops it, after the main container ended,
+and the kubelet reports a pod Succeeded or Failed only once all its containers have stopped: so
+the last read waits for that (``ended``), or :data:`LAST_READ_FALLBACK` for a pod that never gets
+there (its node lost). A fixed few seconds after the job finished were too few on a loaded node.
 
 The reconciler only says which pod stands for a job (:meth:`Reader.want`, :meth:`Reader.pause`
 while none runs, :meth:`Reader.forget` once the job is gone; from
@@ -42,7 +45,7 @@ from kubetrain.api import naming
 from kubetrain.operator.policies import progress
 from kubetrain.operator.runtime import client
 
-__all__ = ["BUSY_POLL", "CONCURRENCY", "DEFAULT_BUDGET", "LAST_READ_DELAY", "SOON_SECONDS", "Reader"]
+__all__ = ["BUSY_POLL", "CONCURRENCY", "DEFAULT_BUDGET", "LAST_READ_FALLBACK", "SOON_SECONDS", "Reader"]
 
 # Log reads a second for the whole operator, and so progress status writes a second at most.
 DEFAULT_BUDGET = 4.0
@@ -50,9 +53,9 @@ DEFAULT_BUDGET = 4.0
 CONCURRENCY = 4
 # How soon a job whose stop waits for a checkpoint's answer is read again.
 SOON_SECONDS = 2.0
-# How long after its job finished the first rank is read a last time: its agent prints its last
-# line when the kubelet stops it, after the main container ended.
-LAST_READ_DELAY = 5.0
+# How long after its job finished the first rank is read a last time if its pod is not seen to end
+# first (its node lost, or the pod deleted before it ended).
+LAST_READ_FALLBACK = 30.0
 # How often a reader held back by other work looks again.
 BUSY_POLL = 0.5
 
@@ -68,6 +71,7 @@ class _Job:
     seen: progress.Reading | None = None  # the last reading told
     fresh: progress.Reading | None = None  # told, not taken yet
     last: bool = False  # the job finished: read once more, then no more
+    done: bool = False  # read that last time
     paused: bool = False  # its first rank does not run now (it ended, or is being made again)
 
 
@@ -100,13 +104,21 @@ class Reader:
         self._notify, self._busy = notify, busy
 
     def want(
-        self, namespace: str, name: str, pod: str, *, finished: bool = False, soon: bool = False
+        self,
+        namespace: str,
+        name: str,
+        pod: str,
+        *,
+        finished: bool = False,
+        ended: bool = False,
+        soon: bool = False,
     ) -> None:
         """Read the job's progress from ``pod``: at its turn if it is new, its pod changed or it
-        was paused; once ``finished``, a last time (only a job read while it ran),
-        :data:`LAST_READ_DELAY` later; ``soon``, within :data:`SOON_SECONDS` (a stop waits for the
-        answer to a checkpoint request: its reads come before the other jobs' turns, still on the
-        budget)."""
+        was paused; once ``finished``, a last time (only a job read while it ran): as soon as
+        ``pod`` has ``ended`` (every container stopped, its agent's last line printed), else
+        :data:`LAST_READ_FALLBACK` later; ``soon``, within :data:`SOON_SECONDS` (a stop waits for
+        the answer to a checkpoint request: its reads come before the other jobs' turns, still on
+        the budget)."""
         key = f"{namespace}/{name}"
         job = self._jobs.get(key)
         now = self.clock()
@@ -117,9 +129,10 @@ class Reader:
                 self._wakeup.set()
             return
         if finished:
-            if job is None or job.last:
+            due = now if ended else now + LAST_READ_FALLBACK
+            if job is None or job.done or (job.last and job.due <= due):
                 return
-            job.last, job.paused, job.pod, job.due = True, False, pod, now + LAST_READ_DELAY
+            job.last, job.paused, job.pod, job.due = True, False, pod, due
         elif job is not None and job.pod == pod and not job.paused:
             return
         else:
@@ -223,7 +236,9 @@ class Reader:
         key = f"{job.namespace}/{job.name}"
         if self._jobs.get(key) is not job:
             return  # forgotten, or wanted from another pod, meanwhile
-        if not job.last and not job.paused:
+        if job.last:
+            job.done = True
+        elif not job.paused:
             job.due = self.clock() + self.interval
             heapq.heappush(self._turns, (job.due, key))
         reading = progress.parse(job.pod, tail)

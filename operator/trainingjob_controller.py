@@ -186,7 +186,12 @@ class TrainingJobReconciler:
             return inp
         waits = job.status.checkpoint is not None and job.status.checkpoint.requested is not None
         self.reader.want(
-            inp.namespace, inp.name, pod.name, finished=progress.finished(job.status), soon=waits
+            inp.namespace,
+            inp.name,
+            pod.name,
+            finished=progress.finished(job.status),
+            ended=pod.finished,
+            soon=waits,
         )
         return attrs.evolve(inp, progress=self.reader.take(inp.namespace, inp.name))
 
@@ -199,4 +204,4 @@ class TrainingJobReconciler:
             return
         pod = progress.source(attrs.evolve(job, status=status), inp.pods, inp.defaults.progress_from)
         if pod is not None:
-            self.reader.want(inp.namespace, inp.name, pod.name, finished=True)
+            self.reader.want(inp.namespace, inp.name, pod.name, finished=True, ended=pod.finished)

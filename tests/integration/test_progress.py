@@ -132,3 +132,70 @@ def test_a_hang_is_charged_once_and_a_log_that_cannot_be_read_waits_an_interval(
     cluster: devcluster.Cluster, namespace: str
 ) -> None:
     asyncio.run(scenario(cluster, namespace))
+
+
+async def last_read(c: devcluster.Cluster, namespace: str) -> None:
+    api = await for_pods(c, namespace)
+    caches = Caches(api, namespace)
+    job = (
+        a_job("done")
+        .namespace(namespace)
+        .replicas("Master", 1)
+        .with_spec(progress=v1beta1.ProgressSpec())
+        .build()
+    )
+    await caches.submit(job)
+    request = reconcile.Request(namespace, "done")
+    clock = [0.0]
+    reader = progress_reader.Reader(api, interval=60, clock=lambda: clock[0])
+    r = caches.reconciler(reader=reader)
+    await r.reconcile(request)
+    now = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+    started = now - datetime.timedelta(minutes=2)
+    await api.merge_patch(client.PODS, "done-master-0", running(started), namespace, subresource="status")
+    await caches.snapshot()
+    await r.reconcile(request)
+    assert await reader.read_due() == 1, "read while it runs"
+
+    # Its main container ended; the kubelet is still stopping the agent, which prints its last
+    # line as it stops: the pod is not Succeeded yet, and the job is.
+    ended = running(started)
+    ended["status"]["containerStatuses"][0]["state"] = {
+        "terminated": {
+            "exitCode": 0,
+            "reason": "Completed",
+            "startedAt": _at(started),
+            "finishedAt": _at(now),
+        }
+    }
+    await api.merge_patch(client.PODS, "done-master-0", ended, namespace, subresource="status")
+    await caches.snapshot()
+    await r.reconcile(request)
+    assert (await api.get(client.TRAININGJOBS, "done", namespace))["status"]["state"] == "Succeeded"
+    clock[0] = 20
+    assert await reader.read_due() == 0, "no last read while the pod's agent may still print"
+
+    # Every container stopped: the kubelet says Succeeded, and the pass that sees it reads.
+    stopped = {
+        "terminated": {
+            "exitCode": 0,
+            "reason": "Completed",
+            "startedAt": _at(started),
+            "finishedAt": _at(now),
+        }
+    }
+    ended["status"] |= {"phase": "Succeeded", "conditions": [{"type": "Ready", "status": "False"}]}
+    ended["status"]["initContainerStatuses"][0] |= {"state": stopped, "ready": False}
+    await api.merge_patch(client.PODS, "done-master-0", ended, namespace, subresource="status")
+    await caches.snapshot()
+    await r.reconcile(request)
+    assert await reader.read_due() == 1, "the last read, as soon as its pod ended"
+    clock[0] = 1000
+    await r.reconcile(request)
+    assert await reader.read_due() == 0, "and no other"
+
+
+def test_a_finished_job_is_read_a_last_time_once_its_first_ranks_pod_has_ended(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    asyncio.run(last_read(cluster, namespace))

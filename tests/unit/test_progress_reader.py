@@ -81,18 +81,40 @@ def test_a_finished_job_is_read_a_last_time_and_a_forgotten_one_never() -> None:
     now[0] = 70
     assert asyncio.run(r.read_due()) == 0, "no reads while it does not run"
     r.want("ns", "j", "j-master-0", finished=True)
-    assert asyncio.run(r.read_due()) == 0, "not before its agent had time to print"
-    now[0] = 70 + progress_reader.LAST_READ_DELAY
+    now[0] = 80
+    assert asyncio.run(r.read_due()) == 0, "not while its pod may still be stopping its agent"
+    # The pass that sees the pod ended (the kubelet says so once every container stopped).
+    r.want("ns", "j", "j-master-0", finished=True, ended=True)
     assert asyncio.run(r.read_due()) == 1
     assert r.take("ns", "j") == progress.Reading(pod="j-master-0", step=200, total=200)
     now[0] = 1000
-    r.want("ns", "j", "j-master-0", finished=True)
+    r.want("ns", "j", "j-master-0", finished=True, ended=True)
     assert asyncio.run(r.read_due()) == 0, "read once after it finished"
     # A job never read while it ran (finished before, the operator since restarted) is not read.
     r.want("ns", "other", "other-master-0", finished=True)
     r.want("ns", "gone", "gone-master-0")
     r.forget("ns", "gone")
     assert asyncio.run(r.read_due()) == 0
+    assert logs.reads == ["j-master-0", "j-master-0"]
+
+
+def test_a_finished_job_whose_pod_is_not_seen_to_end_is_read_a_last_time_after_the_fallback() -> None:
+    r, logs, now, _told = reader()
+    logs.lines["j-master-0"] = "progress step=130 total=200\n"
+    r.want("ns", "j", "j-master-0")
+    asyncio.run(r.read_due())
+    now[0] = 10
+    r.want("ns", "j", "j-master-0", finished=True)  # its node lost: the pod never says it ended
+    now[0] = 10 + progress_reader.LAST_READ_FALLBACK - 1
+    r.want("ns", "j", "j-master-0", finished=True)
+    assert asyncio.run(r.read_due()) == 0, "a pass that sees nothing new does not put it off"
+    logs.lines["j-master-0"] += "progress step=200 total=200\n"
+    now[0] = 10 + progress_reader.LAST_READ_FALLBACK
+    assert asyncio.run(r.read_due()) == 1
+    assert r.take("ns", "j") == progress.Reading(pod="j-master-0", step=200, total=200)
+    r.want("ns", "j", "j-master-0", finished=True, ended=True)
+    now[0] = 1000
+    assert asyncio.run(r.read_due()) == 0, "its end seen after the last read brings no other"
     assert logs.reads == ["j-master-0", "j-master-0"]
 
 
@@ -140,8 +162,8 @@ def test_a_last_read_goes_before_the_running_jobs_turns() -> None:
     now[0] = 1
     asyncio.run(r.read_due())
     assert logs.reads == ["j0-master-0"]
-    r.want("ns", "j0", "j0-master-0", finished=True)
-    now[0] = 1 + progress_reader.LAST_READ_DELAY
+    r.want("ns", "j0", "j0-master-0", finished=True, ended=True)
+    now[0] = 2
     assert asyncio.run(r.read_due()) == 1
     assert logs.reads[-1] == "j0-master-0", "the finished job's last read, ahead of j1..j4 waiting since 0"
 
