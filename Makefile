@@ -97,11 +97,18 @@ test: ## everything CI runs: lint, types, and every test tier
 	hack/concurrently.sh control-plane '$(MAKE) --no-print-directory control-plane' \
 	  'realcode-deps images lint' '$(MAKE) --no-print-directory realcode-deps images lint'
 	$(BIN)/kubetrain manifests --check
-	@# The pure tiers on every core: nothing shared, no cluster (pytest-xdist). The slowest tests of
-	@# each run are printed, so that a tier that grows shows where.
-	$(XDIST) $(BIN)/pytest -n auto --durations=15 --hypothesis-show-statistics $(PYTEST_ARGS) tests/unit tests/property
-	@# Then the rest, one at a time: the cluster tiers' session-wide control planes start only when needed.
-	$(BIN_PATH) $(BIN)/pytest --durations=15 $(PYTEST_ARGS) tests/realcode tests/integration tests/e2e tests/node
+	@# The unit tier on every core, alone (some of its tests time what they run): nothing shared, no
+	@# cluster (pytest-xdist). The slowest tests of each run are printed, so that a tier that grows
+	@# shows where.
+	$(XDIST) $(BIN)/pytest -n auto --durations=15 $(PYTEST_ARGS) tests/unit
+	@# Then three lanes, each run to its end and each failure named: the node tier; realcode,
+	@# integration and e2e (each lane's clusters take free ports and node-network slots of their
+	@# own); and the property tier (pure, no clock) on the CPU the cluster tiers leave idle, which
+	@# wait on the processes they start far more than they compute (hack/background.sh).
+	hack/concurrently.sh --keep-going \
+	  node '$(BIN_PATH) $(BIN)/pytest --durations=15 $(PYTEST_ARGS) tests/node' \
+	  'realcode integration e2e' '$(BIN_PATH) $(BIN)/pytest --durations=15 $(PYTEST_ARGS) tests/realcode tests/integration tests/e2e' \
+	  property '$(XDIST) hack/background.sh $(BIN)/pytest -n auto --durations=15 --hypothesis-show-statistics $(PYTEST_ARGS) tests/property'
 
 .PHONY: bench
 bench: install control-plane ## runtime benchmark: 10,000 pods + Services + 2,500 jobs, RSS by cache, sync, no-op reconcile rate

@@ -3,8 +3,12 @@ test lanes that each run to their end)."""
 
 from __future__ import annotations
 
+import os
 import pathlib
 import subprocess
+import time
+
+import pytest
 
 SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "hack" / "concurrently.sh"
 
@@ -53,3 +57,32 @@ def test_a_command_without_a_name_is_a_usage_error() -> None:
     done = run("--keep-going", "only-a-name")
     assert done.returncode == 2
     assert done.stderr.startswith("usage:")
+
+
+BACKGROUND = SCRIPT.parent / "background.sh"
+
+
+def test_background_runs_at_nice_19_in_a_session_of_its_own_with_its_status() -> None:
+    done = subprocess.run(
+        [str(BACKGROUND), "sh", "-c", "nice; cut -d' ' -f6 /proc/$$/stat; exit 3"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 3, done.stderr
+    niceness, session = done.stdout.split()
+    assert niceness == "19"
+    assert int(session) != os.getsid(0)
+
+
+def test_background_passes_a_stop_on_to_its_session(tmp_path: pathlib.Path) -> None:
+    pidfile = tmp_path / "pid"
+    running = subprocess.Popen([str(BACKGROUND), "sh", "-c", f"echo $$ > {pidfile}; exec sleep 60"])
+    deadline = time.monotonic() + 10
+    while not pidfile.exists() or not pidfile.read_text().strip():
+        assert time.monotonic() < deadline, "the command never started"
+        time.sleep(0.05)
+    running.terminate()
+    assert running.wait(timeout=10) == 143
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pidfile.read_text()), 0)
