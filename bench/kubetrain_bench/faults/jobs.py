@@ -17,9 +17,9 @@ raised to :data:`BACKOFF_LIMIT` (the sample's 3 is for one job's fault, not a ru
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
+from kubetrain.operator import render
 from kubetrain_bench import samples
 
 KINDS = ("ddp", "ddp-inplace", "mpi")
@@ -76,7 +76,10 @@ def _mpi(name: str, *, rounds: int) -> dict[str, Any]:
     for rs in spec["replicaSpecs"].values():
         rs["template"]["spec"]["terminationGracePeriodSeconds"] = TERMINATION_GRACE
     launcher = spec["replicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
-    mpirun = " ".join(copy.copy(launcher["command"]))
+    # The ranks, started over ssh, see only what mpirun passes on: their attempt too (the check
+    # that no rank of an old attempt meets a new world reads it from their lines).
+    program, *flags = launcher["command"]
+    mpirun = " ".join([program, *(f"-x {name}" for name in render.RESTART_ENV), *flags])
     launcher["command"] = [
         "/bin/sh",
         "-c",
