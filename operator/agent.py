@@ -134,7 +134,10 @@ def _agent_script(in_place: bool, progress: v1beta1.ProgressSpec | None) -> str:
             "moved=$now",
         ]
         say = '[ -n "$last" ] && [ "$last" != "$said" ] && echo "progress $last"'
-        stop = [say, *stop]
+        # Stopped, it says the file as it is now: the main container may have written its last
+        # line after the loop's last look.
+        reread = 'line=; { read -r line < "$p"; } 2>/dev/null; [ -n "$line" ] && last=$line'
+        stop = [reread, say, *stop]
         loop += [
             'line=; { read -r line < "$p"; } 2>/dev/null',
             _CLOCK,

@@ -141,7 +141,11 @@ async def last_read(c: devcluster.Cluster, namespace: str) -> None:
         a_job("done")
         .namespace(namespace)
         .replicas("Master", 1)
-        .with_spec(progress=v1beta1.ProgressSpec())
+        .replicas("Worker", 1)
+        .with_spec(
+            progress=v1beta1.ProgressSpec(),
+            run_policy=v1beta1.RunPolicy(backoff_limit=0, clean_pod_policy=v1beta1.CleanPodPolicy.NONE),
+        )
         .build()
     )
     await caches.submit(job)
@@ -152,45 +156,35 @@ async def last_read(c: devcluster.Cluster, namespace: str) -> None:
     await r.reconcile(request)
     now = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
     started = now - datetime.timedelta(minutes=2)
-    await api.merge_patch(client.PODS, "done-master-0", running(started), namespace, subresource="status")
+    for name in ("done-master-0", "done-worker-0"):
+        await api.merge_patch(client.PODS, name, running(started), namespace, subresource="status")
     await caches.snapshot()
     await r.reconcile(request)
-    assert await reader.read_due() == 1, "read while it runs"
+    assert await reader.read_due() == 1, "the first rank read while it runs"
 
-    # Its main container ended; the kubelet is still stopping the agent, which prints its last
-    # line as it stops: the pod is not Succeeded yet, and the job is.
-    ended = running(started)
-    ended["status"]["containerStatuses"][0]["state"] = {
-        "terminated": {
-            "exitCode": 0,
-            "reason": "Completed",
-            "startedAt": _at(started),
-            "finishedAt": _at(now),
-        }
+    # The Worker fails, with no restart left: the job has failed while its first rank still runs
+    # (kept: on a kubelet, a deleted one also ends before it goes).
+    end = {
+        "terminated": {"exitCode": 1, "reason": "Error", "startedAt": _at(started), "finishedAt": _at(now)}
     }
-    await api.merge_patch(client.PODS, "done-master-0", ended, namespace, subresource="status")
+    failed = running(started, {"state": end})
+    failed["status"] |= {"phase": "Failed", "conditions": [{"type": "Ready", "status": "False"}]}
+    failed["status"]["containerStatuses"][0]["state"] = end
+    await api.merge_patch(client.PODS, "done-worker-0", failed, namespace, subresource="status")
     await caches.snapshot()
     await r.reconcile(request)
-    assert (await api.get(client.TRAININGJOBS, "done", namespace))["status"]["state"] == "Succeeded"
+    assert (await api.get(client.TRAININGJOBS, "done", namespace))["status"]["state"] == "Failed"
     clock[0] = 20
-    assert await reader.read_due() == 0, "no last read while the pod's agent may still print"
+    assert await reader.read_due() == 0, "no last read while the first rank's agent may still print"
 
-    # Every container stopped: the kubelet says Succeeded, and the pass that sees it reads.
-    stopped = {
-        "terminated": {
-            "exitCode": 0,
-            "reason": "Completed",
-            "startedAt": _at(started),
-            "finishedAt": _at(now),
-        }
-    }
-    ended["status"] |= {"phase": "Succeeded", "conditions": [{"type": "Ready", "status": "False"}]}
-    ended["status"]["initContainerStatuses"][0] |= {"state": stopped, "ready": False}
-    await api.merge_patch(client.PODS, "done-master-0", ended, namespace, subresource="status")
+    # The first rank stopped too (every container: the kubelet says Failed only then), and the
+    # pass that sees it reads it a last time, before the fallback.
+    await api.merge_patch(client.PODS, "done-master-0", failed, namespace, subresource="status")
     await caches.snapshot()
     await r.reconcile(request)
     assert await reader.read_due() == 1, "the last read, as soon as its pod ended"
     clock[0] = 1000
+    await caches.snapshot()
     await r.reconcile(request)
     assert await reader.read_due() == 0, "and no other"
 

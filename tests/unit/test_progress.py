@@ -288,6 +288,28 @@ def test_the_agent_prints_progress_then_says_hung(tmp_path: pathlib.Path) -> Non
     assert "hung" in out.splitlines()[-1]
 
 
+def test_the_agent_stopped_says_the_line_written_after_its_last_look(tmp_path: pathlib.Path) -> None:
+    """The main container's last line, written just before the kubelet stops the agent (here
+    between two looks 30 s apart), is the agent's last word."""
+    data = tmp_path / "progress"
+    data.mkdir()
+    script = (
+        agent._agent_script(False, v1beta1.ProgressSpec())
+        .replace(naming.PROGRESS_DIR, str(data))
+        .replace(f"sleep {agent.POLL_SECONDS} ", "sleep 30 ")
+    )
+    run = subprocess.Popen(["sh", "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.5)  # its first look, at nothing
+        (data / "progress").write_text("step=200 total=200\n")
+        run.terminate()
+        assert run.wait(timeout=10) == 0
+    finally:
+        run.kill()
+    out = run.stdout.read().splitlines() if run.stdout else []
+    assert out == ["progress step=200 total=200"], out
+
+
 # --- hangs on the simulated cluster ----------------------------------------------------------
 
 
