@@ -72,7 +72,8 @@ Around the step, what the reconciler used to decide for itself is decided here t
   whose Workload is made (with its PriorityClass's value) on the manager cluster.
 - **Gang groups**: the groups the pods made now join and that the job is not known to have are
   created (:attr:`Decision.groups`), before the pods; a group of an attempt no pod joins any more
-  is deleted (:attr:`Decision.delete_groups`); an operator that started after the job's first
+  is deleted (:attr:`Decision.delete_groups`), once every pod made shows in the caches (one not
+  shown yet may join it); an operator that started after the job's first
   restart lists the job's groups first (:attr:`Decision.look_up_groups`). What the job has is this
   process's memory of the job's UID, never its name: a job made again under its name gets its own.
 - **Creation**: the pods to create go in batches that double from 8 to 256

@@ -82,8 +82,11 @@ def groups(
         )
         wanted = gang.wanted(job, creates, joining, late)
     joined = {p.gang for p in live if p.gang is not None}
+    # Pods made that the caches do not show yet may join any group: none is deleted until they
+    # show (then they are deleted too, or join it), or their creates are forgotten.
+    stale = () if inp.made else gang.stale(inp.name, known - wanted, set(attempts.values()), joined)
     return {
         "groups": tuple(sorted(wanted - known)),
-        "delete_groups": gang.stale(inp.name, known - wanted, set(attempts.values()), joined),
+        "delete_groups": stale,
         "look_up_groups": inp.groups is None and any(attempts.values()) and not finished,
     }

@@ -461,6 +461,8 @@ class LifecycleMachine(RuleBasedStateMachine):
             return
         for _ in range(3):
             w.reconcile()
+        if w.memory.expected["Pod"].pending(w.uid):
+            return  # pods it made may join any group until the caches show them (or they expire)
         attempts = {r.attempt for r in w.status.replica_statuses.values()}
         joined = {p.gang for p in w.pods.values() if p.gang is not None}
         stale = gang.stale(w.name, w.groups, attempts, joined)

@@ -54,6 +54,26 @@ def test_a_restart_makes_the_next_attempts_group_and_deletes_the_last_once_its_p
     assert w.groups_deleted == ["pt-gang-0"]
 
 
+def test_a_group_is_kept_while_pods_made_to_join_it_are_not_in_the_caches_yet() -> None:
+    """The lifecycle machine's counterexample: made while the cache lags, the pods are not seen
+    when the job is suspended, and their group went before them."""
+    w = ganged()
+    w.lagging = True
+    w.reconcile()
+    assert w.groups == {"pt-gang-0": w.uid}
+    assert w.unseen, "made, not shown yet"
+    rp = attrs.evolve(w.job.spec.run_policy, suspend=True)
+    w.job = attrs.evolve(w.job, spec=attrs.evolve(w.job.spec, run_policy=rp))
+    for _ in range(3):
+        assert w.reconcile().delete_groups == ()
+    assert w.groups == {"pt-gang-0": w.uid}
+    w.kubelets()  # the caches show them: they go, and then their group
+    w.settle()
+    assert w.state is S.SUSPENDED
+    assert not w.pods
+    assert w.groups == {}
+
+
 def test_a_restarted_operator_lists_the_groups_and_deletes_those_of_earlier_attempts() -> None:
     w = ganged()
     w.settle()
