@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A real node's parts: kubelet and kube-proxy (from the same wrapper module as build-k8s.sh),
+# A real node's parts: kubelet and kube-proxy (from the Kubernetes module graph, as build-k8s.sh's),
 # containerd and ctr, CoreDNS, and the pause program; runc and the CNI plugins from Debian.
 # Output: $KUBETRAIN_CACHE/node/bin (plus the Debian binaries' directories), one per line.
 # Idempotent: what is cached at the right version is reused.
@@ -7,7 +7,6 @@ source "$(dirname "$0")/lib.sh"
 here="$(cd "$(dirname "$0")" && pwd)"
 
 CONTAINERD_VERSION="${CONTAINERD_VERSION:-v2.2.1}"
-COREDNS_VERSION="${COREDNS_VERSION:-v1.12.4}"
 NODE_APT=(runc containernetworking-plugins iptables conntrack mmdebstrap)
 
 out="$KUBETRAIN_CACHE/node"
@@ -16,25 +15,21 @@ mkdir -p "$out/bin"
 # Debian's packages, in fetch mode too: a download that overlaps the Go builds.
 "$here/apt-install.sh" build-node "${NODE_APT[@]}"
 
-# kubelet and kube-proxy: build-k8s.sh leaves its wrapper module in the cache (its fetch mode
-# downloads their modules too). One go build for both: their links run side by side.
+# kubelet and kube-proxy, from the Kubernetes module graph (build-k8s.sh's fetch mode downloads
+# their modules too). One go build for both: their links run side by side.
 node_k8s=()
-for b in kubelet kube-proxy; do have "$out/bin/$b" "$K8S_VERSION" --version || node_k8s+=("$b"); done
+for b in kubelet kube-proxy; do
+  have "$out/bin/$b" "$K8S_VERSION" --version && from_graph "$out/bin/$b" || node_k8s+=("$b")
+done
 if [ "$MODE" = build ]; then
   k8s_bin="$("$here/build-k8s.sh")"
-  src="$KUBETRAIN_CACHE/k8s/$K8S_VERSION/src"
   if [ ${#node_k8s[@]} -gt 0 ]; then
-    minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
-    ldflags="-s -w"
-    for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-      ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
-    done
+    k8s_graph
     pkgs=("${node_k8s[@]/#/k8s.io/kubernetes/cmd/}")
     step "build ${node_k8s[*]} $K8S_VERSION"
     rm -rf "$out/bin.tmp" && mkdir -p "$out/bin.tmp"
-    (cd "$src" && retry go get "${pkgs[@]/%/@$K8S_VERSION}" >/dev/null &&
-      go build -trimpath -ldflags "$ldflags" -o "$out/bin.tmp/" "${pkgs[@]}")
-    for b in "${node_k8s[@]}"; do mv "$out/bin.tmp/$b" "$out/bin/$b"; done
+    (cd "$K8S_GRAPH" && go build -trimpath -ldflags "$(k8s_ldflags)" -o "$out/bin.tmp/" "${pkgs[@]}")
+    for b in "${node_k8s[@]}"; do mv "$out/bin.tmp/$b" "$out/bin/$b" && mark_graph "$out/bin/$b"; done
     rmdir "$out/bin.tmp"
   fi
 fi
@@ -54,18 +49,17 @@ fi
 
 # CoreDNS with the plugins a node's Corefile uses (devcluster/services.py: bind, errors, ready,
 # kubernetes), not all of them: the release's main imports every plugin, and the cloud ones (AWS,
-# Azure, Google, Datadog tracing, etcd...) were most of its build. The same release's code, from a
-# wrapper module requiring it (its module graph, so the same versions); main is coredns.go's with
-# core/plugin's list of imports cut down to those four.
+# Azure, Google, Datadog tracing, etcd...) were most of its build. The release's code, from the
+# Kubernetes module graph (lib.sh; its kubernetes plugin on the control plane's client-go), with
+# coredns.go's main, core/plugin's list of imports cut down to those four.
 plugins=(bind errors ready kubernetes)
 coredns_build="$COREDNS_VERSION+${plugins[*]}"; coredns_build=${coredns_build// /,}
-# A CoreDNS built whole before (no coredns.build: every plugin) serves as well and is kept.
 stamp="$out/bin/coredns.build"
-if ! have "$out/bin/coredns" "${COREDNS_VERSION#v}" -version || { [ -e "$stamp" ] && [ "$(cat "$stamp")" != "$coredns_build" ]; }; then
-  src="$out/src/coredns"
+if ! have "$out/bin/coredns" "${COREDNS_VERSION#v}" -version || [ "$(cat "$stamp" 2>/dev/null)" != "$coredns_build" ] ||
+  ! from_graph "$out/bin/coredns"; then
+  k8s_graph
+  src="$K8S_GRAPH/coredns"
   mkdir -p "$src"
-  step "resolve github.com/coredns/coredns@$COREDNS_VERSION (plugins ${plugins[*]})"
-  printf 'module kubetrain.dev/coredns-build\n\ngo 1.24\n' >"$src/go.mod"
   {
     printf '// CoreDNS %s with the plugins %s only (hack/build-node.sh).\npackage main\n\nimport (\n' \
       "$COREDNS_VERSION" "${plugins[*]}"
@@ -73,14 +67,15 @@ if ! have "$out/bin/coredns" "${COREDNS_VERSION#v}" -version || { [ -e "$stamp" 
     for p in "${plugins[@]}"; do printf '\t_ "github.com/coredns/coredns/plugin/%s"\n' "$p"; done
     printf '\n\t"github.com/coredns/coredns/coremain"\n)\n\nfunc main() { coremain.Run() }\n'
   } >"$src/main.go"
-  (cd "$src" && retry go get "github.com/coredns/coredns@$COREDNS_VERSION" >/dev/null)
   if [ "$MODE" = fetch ]; then
+    step "download the dependencies of coredns $coredns_build"
     (cd "$src" && retry go list -deps . >/dev/null)
   else
     step "build coredns $coredns_build"
-    (cd "$src" && retry go build -trimpath -ldflags "-s -w" -o "$out/bin/coredns.tmp" . >/dev/null)
+    (cd "$src" && go build -trimpath -ldflags "-s -w" -o "$out/bin/coredns.tmp" .)
     mv "$out/bin/coredns.tmp" "$out/bin/coredns"
     echo "$coredns_build" >"$stamp"
+    mark_graph "$out/bin/coredns"
   fi
 fi
 [ "$MODE" = build ] || { step "done"; exit 0; }

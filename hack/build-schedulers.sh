@@ -4,14 +4,13 @@
 #   keeps PodGroups' status, whose changes wake a waiting gang up). Its release does not
 #   build as published (k8s v0.34.7 staging modules it pins are refused by the proxy), so, as
 #   build-k8s.sh does for Kubernetes, a wrapper module pins every k8s.io module to one served set.
-# - Kueue, from a wrapper module that requires its release (it has no replace lines).
+# - Kueue, from the Kubernetes module graph (lib.sh).
 # Their CRDs and webhook manifests come from the module archives and are kept beside the binaries.
 # Output: $KUBETRAIN_CACHE/schedulers/bin (and ../manifests). Idempotent.
 source "$(dirname "$0")/lib.sh"
 
 SCHEDULER_PLUGINS_VERSION="${SCHEDULER_PLUGINS_VERSION:-v0.34.7}"
 SCHEDULER_PLUGINS_K8S="${SCHEDULER_PLUGINS_K8S:-v1.34.4}"
-KUEUE_VERSION="${KUEUE_VERSION:-v0.19.2}"
 VOLCANO_VERSION="${VOLCANO_VERSION:-v1.10.0}"
 out="$KUBETRAIN_CACHE/schedulers"
 mkdir -p "$out/bin" "$out/manifests"
@@ -67,29 +66,23 @@ if [ ! -x "$out/bin/coscheduling-scheduler" ] || [ ! -x "$out/bin/scheduler-plug
   fi
 fi
 
-stamp="$out/bin/.kueue-$KUEUE_VERSION"
-if [ ! -x "$out/bin/kueue" ] || [ ! -e "$stamp" ]; then
-  # Not `go install ...@version`: that also reads the module's version list for deprecation
-  # notices, which the proxy here refuses (403); a wrapper module needs only the version itself.
-  step "download sigs.k8s.io/kueue@$KUEUE_VERSION"
+if [ ! -x "$out/bin/kueue" ] || ! from_graph "$out/bin/kueue"; then
+  # From the Kubernetes module graph (lib.sh). (Not `go install ...@version`: that also reads the
+  # module's version list for deprecation notices, which the proxy here refuses: 403.)
+  k8s_graph
   dir=$(module_dir "sigs.k8s.io/kueue@$KUEUE_VERSION")
-  src="$out/src/kueue"
-  mkdir -p "$src"
-  printf 'module kubetrain.dev/kueue-build\n\n%s\n\nrequire sigs.k8s.io/kueue %s\n' \
-    "$(grep -E '^go ' "$dir/go.mod")" "$KUEUE_VERSION" > "$src/go.mod"
-  cp "$dir/go.sum" "$src/go.sum"
   if [ "$MODE" = fetch ]; then
     step "download the dependencies of kueue $KUEUE_VERSION"
-    (cd "$src" && retry go list -deps sigs.k8s.io/kueue/cmd/kueue >/dev/null)
+    (cd "$K8S_GRAPH" && retry go list -deps sigs.k8s.io/kueue/cmd/kueue >/dev/null)
   else
     step "build kueue $KUEUE_VERSION"
-    (cd "$src" && retry go build -trimpath -ldflags "-s -w" -o "$out/bin/kueue.tmp" sigs.k8s.io/kueue/cmd/kueue >/dev/null)
+    (cd "$K8S_GRAPH" && go build -trimpath -ldflags "-s -w" -o "$out/bin/kueue.tmp" sigs.k8s.io/kueue/cmd/kueue)
     mv "$out/bin/kueue.tmp" "$out/bin/kueue"
     rm -rf "$out/manifests/kueue" && mkdir -p "$out/manifests/kueue"
     cp -r "$dir/config/components/crd/bases" "$out/manifests/kueue/crd"
     cp "$dir/config/components/webhook/manifests.yaml" "$out/manifests/kueue/webhooks.yaml"
     chmod -R u+w "$out/manifests/kueue"
-    touch "$stamp"
+    mark_graph "$out/bin/kueue"
   fi
 fi
 # Volcano's modules do not build here (they point at a staging directory missing from the

@@ -18,15 +18,16 @@ source "$(dirname "$0")/lib.sh"
 out="$KUBETRAIN_CACHE/tools"
 KWOK_BUILD="$KWOK_VERSION+uid-precondition+watch-resume"
 mkdir -p "$out/bin"
-if ! have "$out/bin/kwok" "$KWOK_VERSION" --version || [ "$(cat "$out/bin/kwok.build" 2>/dev/null)" != "$KWOK_BUILD" ]; then
-  what="build kwok $KWOK_BUILD from"; [ "$MODE" = fetch ] && what="download"
-  step "$what sigs.k8s.io/kwok@$KWOK_VERSION"
-  src=$(retry go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+if ! have "$out/bin/kwok" "$KWOK_VERSION" --version || [ "$(cat "$out/bin/kwok.build" 2>/dev/null)" != "$KWOK_BUILD" ] ||
+  ! from_graph "$out/bin/kwok"; then
+  # From the Kubernetes module graph (lib.sh), which builds kwok from a copy of its source, changed here.
+  k8s_graph
   if [ "$MODE" = fetch ]; then
-    (cd "$src" && retry go list -deps ./cmd/kwok >/dev/null)
+    step "download the dependencies of kwok $KWOK_VERSION"
+    (cd "$K8S_GRAPH" && retry go list -deps sigs.k8s.io/kwok/cmd/kwok >/dev/null)
   else
-    work="$out/src/kwok"
-    rm -rf "$work" && mkdir -p "$out/src" && cp -r "$src" "$work" && chmod -R u+w "$work"
+    step "build kwok $KWOK_BUILD"
+    work=$(kwok_source)
     controller="$work/pkg/kwok/controllers/pod_controller.go"
     call='err := c.typedClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, deleteOpt)'
     grep -qF "$call" "$controller" || { echo "kwok $KWOK_VERSION: the pod delete to amend is not where expected" >&2; exit 1; }
@@ -39,9 +40,10 @@ if ! have "$out/bin/kwok" "$KWOK_VERSION" --version || [ "$(cat "$out/bin/kwok.b
       { echo "kwok $KWOK_VERSION: the watch options to amend are not where expected ($resume)" >&2; exit 1; }
     apply
     [ "$(grep -c 'opt.setupWatch(&opts)' "$work/pkg/utils/informer/informer.go")" = 2 ]
-    (cd "$work" && GOBIN="$out/bin" retry go install ./cmd/kwok >/dev/null)
-    rm -rf "$work"
-    echo "$KWOK_BUILD" > "$out/bin/kwok.build"
+    (cd "$K8S_GRAPH" && go build -trimpath -ldflags "-s -w" -o "$out/bin/kwok.tmp" sigs.k8s.io/kwok/cmd/kwok)
+    mv "$out/bin/kwok.tmp" "$out/bin/kwok"
+    echo "$KWOK_BUILD" >"$out/bin/kwok.build"
+    mark_graph "$out/bin/kwok"
   fi
 fi
 if ! have "$out/bin/kustomize" "${KUSTOMIZE_VERSION}" version; then
