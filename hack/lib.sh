@@ -7,6 +7,7 @@ KUBETRAIN_CACHE="${KUBETRAIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubetrain}"
 K8S_VERSION="${K8S_VERSION:-v1.36.3}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.8}"     # the etcd that K8S_VERSION's go.mod requires
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
+KWOK_BUILD="$KWOK_VERSION+uid-precondition+watch-resume"  # with kwok_source's two changes
 KUEUE_VERSION="${KUEUE_VERSION:-v0.19.2}"
 COREDNS_VERSION="${COREDNS_VERSION:-v1.12.4}"
 KUSTOMIZE_VERSION="${KUSTOMIZE_VERSION:-v5.8.2}"
@@ -85,17 +86,19 @@ have() {
 # published v0.N.P, copying the replace list and godebug line from k8s.io/kubernetes's own go.mod
 # (an unpublished staging module, e.g. sample-cli-plugin, gets an empty local stub).
 K8S_GRAPH="$KUBETRAIN_CACHE/k8s-graph"
-K8S_GRAPH_SPEC="k8s.io/kubernetes $K8S_VERSION pinned; sigs.k8s.io/kueue $KUEUE_VERSION, sigs.k8s.io/kwok $KWOK_VERSION (its source), github.com/coredns/coredns $COREDNS_VERSION"
+K8S_GRAPH_SPEC="k8s.io/kubernetes $K8S_VERSION pinned; sigs.k8s.io/kueue $KUEUE_VERSION, sigs.k8s.io/kwok $KWOK_BUILD, github.com/coredns/coredns $COREDNS_VERSION"
 K8S_MAINS=(k8s.io/kubernetes/cmd/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl,kubelet,kube-proxy})
 # k8s_graph: write and resolve the wrapper module once (the fetches of build-control-plane.sh call
 # it side by side: the first writes it, under a lock, and the others wait for it); then it is reused
 # while K8S_GRAPH_SPEC is unchanged. CoreDNS's main package (build-node.sh) lives in it, under coredns/.
 k8s_graph() {
+  graph_resolved() { [ "$(cat "$K8S_GRAPH/.resolved" 2>/dev/null)" = "$K8S_GRAPH_SPEC" ]; }
+  ! graph_resolved || return 0
+  step "resolve the Kubernetes module graph (Kubernetes $K8S_VERSION; Kueue, kwok and CoreDNS on its versions)"
   mkdir -p "$K8S_GRAPH"
   (
     flock 9
-    [ "$(cat "$K8S_GRAPH/.resolved" 2>/dev/null)" != "$K8S_GRAPH_SPEC" ] || exit 0
-    step "resolve Kubernetes $K8S_VERSION's module graph"
+    ! graph_resolved || exit 0
     cd "$K8S_GRAPH"
     local gomod staging_version="v0.${K8S_VERSION#v1.}" m replaces pins
     gomod=$(retry go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
@@ -119,10 +122,8 @@ k8s_graph() {
     retry go get "${K8S_MAINS[@]/%/@$K8S_VERSION}" >/dev/null
     # Every module of that graph not replaced already, pinned at the version Kubernetes has.
     pins=$(go list -m -f '{{if and (not .Main) (not .Replace)}}	{{.Path}} => {{.Path}} {{.Version}}{{end}}' all | sed '/^$/d')
-    step "add Kueue $KUEUE_VERSION, kwok $KWOK_VERSION and CoreDNS $COREDNS_VERSION on Kubernetes' versions"
-    # kwok from a copy of its source (build-tools.sh changes two of its files; the go command lays no
-    # overlay over the module cache).
-    kwok_source >/dev/null
+    # kwok from a changed copy of its source (the go command lays no overlay over the module cache).
+    kwok_source
     wrapper "	k8s.io/kubernetes $K8S_VERSION
 	sigs.k8s.io/kueue $KUEUE_VERSION
 	sigs.k8s.io/kwok $KWOK_VERSION
@@ -132,16 +133,28 @@ $pins"
     retry go get "${K8S_MAINS[@]/%/@$K8S_VERSION}" "sigs.k8s.io/kueue/cmd/kueue@$KUEUE_VERSION" \
       "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" "github.com/coredns/coredns@$COREDNS_VERSION" >/dev/null
     echo "$K8S_GRAPH_SPEC" >.resolved
-    step_end
   ) 9>"$K8S_GRAPH.lock"
-  STEP_T0=$(date +%s)
 }
-# kwok_source: a fresh copy of kwok's source in the graph (its directory printed).
+# kwok_source: a copy of kwok's source in the graph, with build-tools.sh's two changes (its header
+# says why): made once, with the graph, so that nothing rewrites it under a build or a fetch.
 kwok_source() {
-  local src
+  local src work="$K8S_GRAPH/kwok" call resume
   src=$(retry go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
-  rm -rf "$K8S_GRAPH/kwok" && cp -r "$src" "$K8S_GRAPH/kwok" && chmod -R u+w "$K8S_GRAPH/kwok"
-  echo "$K8S_GRAPH/kwok"
+  rm -rf "$work" && cp -r "$src" "$work" && chmod -R u+w "$work"
+  # The pod delete carries the pod's UID as a precondition.
+  local controller="$work/pkg/kwok/controllers/pod_controller.go"
+  call='err := c.typedClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, deleteOpt)'
+  grep -qF "$call" "$controller" || { echo "kwok $KWOK_VERSION: the pod delete to amend is not where expected" >&2; return 1; }
+  sed -i "s|$call|opts := deleteOpt\n\topts.Preconditions = metav1.NewUIDPreconditions(string(pod.UID))\n\terr := c.typedClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, opts)|" "$controller"
+  grep -qF 'metav1.NewUIDPreconditions(string(pod.UID))' "$controller"
+  # A watch resumes from the last version it received. git as patch (Debian's patch may be
+  # missing); the ceiling keeps it from finding a repository above.
+  resume="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/kwok-watch-resume.patch"
+  if ! (cd "$work" && GIT_CEILING_DIRECTORIES="$K8S_GRAPH" git apply --check "$resume" 2>/dev/null); then
+    echo "kwok $KWOK_VERSION: the watch options to amend are not where expected ($resume)" >&2; return 1
+  fi
+  (cd "$work" && GIT_CEILING_DIRECTORIES="$K8S_GRAPH" git apply "$resume")
+  [ "$(grep -c 'opt.setupWatch(&opts)' "$work/pkg/utils/informer/informer.go")" = 2 ]
 }
 # from_graph BIN: BIN was built from the Kubernetes module graph as it is now (mark_graph BIN... says so,
 # beside each binary), so a change of any of its versions rebuilds everything built from it.
