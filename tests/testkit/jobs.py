@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from kubetrain.api import naming
+from kubetrain.api import naming, v1beta1
 from kubetrain.devcluster import cluster as devcluster
 from kubetrain.devcluster import kwok
 from kubetrain.operator import expansion
@@ -23,6 +23,7 @@ TRAINER_FIELDS = frozenset(
     {"image", "command", "args", "env", "numNodes", "resourcesPerNode", "procsPerNode"}
 )
 RESOURCE = "trainingjobs.v1beta1.training.kubetrain.dev"
+JOBS = f"/apis/{v1beta1.API_VERSION}"
 JOB = naming.JOB_NAME
 ATTEMPT = naming.ATTEMPT
 
@@ -81,10 +82,8 @@ def create(c: devcluster.Cluster, namespace: str, job: dict[str, Any]) -> str:
 
 
 def get_job(c: devcluster.Cluster, namespace: str, name: str) -> dict[str, Any] | None:
-    r = c.kubectl(
-        "get", "trainingjobs.v1beta1.training.kubetrain.dev", name, "-n", namespace, "-o", "json", check=False
-    )
-    return json.loads(r.stdout) if r.returncode == 0 else None
+    job: dict[str, Any] | None = c.get(f"{JOBS}/namespaces/{namespace}/trainingjobs/{name}", check=False)
+    return job
 
 
 def status(c: devcluster.Cluster, namespace: str, name: str) -> dict[str, Any]:
@@ -93,8 +92,8 @@ def status(c: devcluster.Cluster, namespace: str, name: str) -> dict[str, Any]:
 
 
 def pods(c: devcluster.Cluster, namespace: str, name: str) -> dict[str, dict[str, Any]]:
-    out = c.kubectl("get", "pods", "-n", namespace, "-l", f"{JOB}={name}", "-o", "json").stdout
-    return {p["metadata"]["name"]: p for p in json.loads(out)["items"]}
+    got = c.get(f"/api/v1/namespaces/{namespace}/pods", {"labelSelector": f"{JOB}={name}"})
+    return {p["metadata"]["name"]: p for p in got["items"]}
 
 
 def wait_state(

@@ -23,7 +23,6 @@ from typing import Any
 
 import attrs
 
-from kubetrain.api import naming
 from kubetrain.devcluster import cluster as devcluster
 from kubetrain.devcluster import dev, process
 from kubetrain_bench import ROOT, console, operator_process
@@ -272,15 +271,11 @@ def _polled(observed: Observed, ready: Callable[[], bool]) -> bool:
 
 
 def _objects(c: devcluster.Cluster, kind: str, job: str) -> list[dict[str, Any]]:
-    out = c.kubectl("get", kind, "-n", NAMESPACE, "-l", f"{naming.JOB_NAME}={job}", "-o", "json")
-    return list(json.loads(out.stdout)["items"])
+    return faults.objects(c, kind, NAMESPACE, job)
 
 
 def _state(c: devcluster.Cluster, name: str) -> str:
-    got = c.kubectl(
-        "get", "trainingjob", name, "-n", NAMESPACE, "-o", "jsonpath={.status.state}", check=False
-    )
-    return got.stdout
+    return faults.state(c, NAMESPACE, name)
 
 
 def _keep(keep: pathlib.Path, c: devcluster.Cluster, lines: list[Any]) -> None:

@@ -24,7 +24,6 @@ may cost the jobs it touched (the jobs with a pod on the node, or the evicted po
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
@@ -34,7 +33,7 @@ from typing import Any
 
 import attrs
 
-from kubetrain.api import naming
+from kubetrain.api import naming, v1beta1
 from kubetrain.devcluster import cluster as devcluster
 from kubetrain.devcluster import kwok, process, realnode
 from kubetrain_bench import console
@@ -229,35 +228,23 @@ class Injector:
                 opened = meta.get("annotations", {}).get(naming.OPENED)
                 if opened is not None and moved > int(opened):
                     return f"{meta['name']} moved to attempt {moved}, barrier at {opened}"
-            got = self.c.kubectl(
-                "get", "trainingjob", job, "-n", self.ns, "-o", "jsonpath={.status.state}", check=False
-            )
-            if got.stdout == "Restarting":
+            if state(self.c, self.ns, job) == "Restarting":
                 return "job Restarting"
             time.sleep(0.1)
         return "no restart seen"
 
     def _pods(self, job: str) -> list[dict[str, Any]]:
-        out = self.c.kubectl(
-            "get", "pods", "-n", self.ns, "-l", f"{naming.JOB_NAME}={job}", "-o", "json", check=False
-        )
-        return list(json.loads(out.stdout)["items"]) if out.returncode == 0 else []
+        return objects(self.c, "pods", self.ns, job, check=False)
 
     def _jobs_on(self, node: str, active: Sequence[str]) -> tuple[str, ...]:
         return tuple(j for j in active if any(p["spec"].get("nodeName") == node for p in self._pods(j)))
 
     def _node_ready(self, node: str) -> None:
         def ready() -> bool:
-            got = self.c.kubectl(
-                "get",
-                "node",
-                node,
-                "-o",
-                'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
-                check=False,
-            )
+            got = self.c.get(f"/api/v1/nodes/{node}", check=False) or {}
             self.observed.poll()
-            return got.stdout == "True"
+            conditions = got.get("status", {}).get("conditions", [])
+            return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
         process.wait_until(f"{node} Ready again", ready, timeout=120, interval=1)
 
@@ -271,10 +258,9 @@ class Injector:
         return None
 
     def back(self, job: str) -> bool:
-        got = self.c.kubectl("get", "trainingjob", job, "-n", self.ns, "-o", "json", check=False)
-        if got.returncode != 0:
+        obj = trainingjob(self.c, self.ns, job)
+        if obj is None:
             return False
-        obj = json.loads(got.stdout)
         state = obj.get("status", {}).get("state")
         if state in ("Succeeded", "Failed"):
             return True
@@ -296,3 +282,28 @@ def draw(rng: random.Random, kinds: Sequence[str], count: int) -> list[str]:
     first = list(kinds)
     rng.shuffle(first)
     return (first + [rng.choice(list(kinds)) for _ in range(max(0, count - len(first)))])[:count]
+
+
+# The bench polls jobs and pods many times a second: through the API (devcluster's get), not a
+# kubectl process per look (60 ms of CPU each, which the jobs under test lacked).
+def trainingjob(c: devcluster.Cluster, namespace: str, name: str) -> dict[str, Any] | None:
+    """The TrainingJob ``name``, or None (gone, or the apiserver not answering)."""
+    job: dict[str, Any] | None = c.get(
+        f"/apis/{v1beta1.API_VERSION}/namespaces/{namespace}/trainingjobs/{name}", check=False
+    )
+    return job
+
+
+def state(c: devcluster.Cluster, namespace: str, name: str) -> str:
+    """The job's ``status.state``; "" when unknown."""
+    return str(((trainingjob(c, namespace, name) or {}).get("status") or {}).get("state", ""))
+
+
+def objects(
+    c: devcluster.Cluster, kind: str, namespace: str, job: str, *, check: bool = True
+) -> list[dict[str, Any]]:
+    """The pods or services of ``job``; without ``check``, none when the apiserver does not answer."""
+    got = c.get(
+        f"/api/v1/namespaces/{namespace}/{kind}", {"labelSelector": f"{naming.JOB_NAME}={job}"}, check=check
+    )
+    return list(got["items"]) if got is not None else []
