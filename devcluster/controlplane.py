@@ -148,6 +148,13 @@ class ControlPlane:
             raise KubectlError(error)
         return None
 
+    def trainingjob(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The TrainingJob ``name`` (v1beta1), or None: gone, or the apiserver not answering."""
+        job: dict[str, Any] | None = self.get(
+            f"/apis/{v1beta1.API_VERSION}/namespaces/{namespace}/trainingjobs/{name}", check=False
+        )
+        return job
+
     def wait_established(self, timeout: float = 60, name: str = crd.NAME) -> None:
         """Until the CRD ``name`` (the TrainingJob's, unless given) is Established.
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from kubetrain.api import naming, v1beta1
+from kubetrain.api import naming
 from kubetrain.devcluster import cluster as devcluster
 from kubetrain.devcluster import kwok
 from kubetrain.operator import expansion
@@ -23,7 +23,6 @@ TRAINER_FIELDS = frozenset(
     {"image", "command", "args", "env", "numNodes", "resourcesPerNode", "procsPerNode"}
 )
 RESOURCE = "trainingjobs.v1beta1.training.kubetrain.dev"
-JOBS = f"/apis/{v1beta1.API_VERSION}"
 JOB = naming.JOB_NAME
 ATTEMPT = naming.ATTEMPT
 
@@ -82,8 +81,7 @@ def create(c: devcluster.Cluster, namespace: str, job: dict[str, Any]) -> str:
 
 
 def get_job(c: devcluster.Cluster, namespace: str, name: str) -> dict[str, Any] | None:
-    job: dict[str, Any] | None = c.get(f"{JOBS}/namespaces/{namespace}/trainingjobs/{name}", check=False)
-    return job
+    return c.trainingjob(namespace, name)
 
 
 def status(c: devcluster.Cluster, namespace: str, name: str) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from typing import Any
 
 import attrs
 
-from kubetrain.api import naming, v1beta1
+from kubetrain.api import naming
 from kubetrain.devcluster import cluster as devcluster
 from kubetrain.devcluster import kwok, process, realnode
 from kubetrain_bench import console
@@ -258,7 +258,7 @@ class Injector:
         return None
 
     def back(self, job: str) -> bool:
-        obj = trainingjob(self.c, self.ns, job)
+        obj = self.c.trainingjob(self.ns, job)
         if obj is None:
             return False
         state = obj.get("status", {}).get("state")
@@ -286,17 +286,9 @@ def draw(rng: random.Random, kinds: Sequence[str], count: int) -> list[str]:
 
 # The bench polls jobs and pods many times a second: through the API (devcluster's get), not a
 # kubectl process per look (60 ms of CPU each, which the jobs under test lacked).
-def trainingjob(c: devcluster.Cluster, namespace: str, name: str) -> dict[str, Any] | None:
-    """The TrainingJob ``name``, or None (gone, or the apiserver not answering)."""
-    job: dict[str, Any] | None = c.get(
-        f"/apis/{v1beta1.API_VERSION}/namespaces/{namespace}/trainingjobs/{name}", check=False
-    )
-    return job
-
-
 def state(c: devcluster.Cluster, namespace: str, name: str) -> str:
     """The job's ``status.state``; "" when unknown."""
-    return str(((trainingjob(c, namespace, name) or {}).get("status") or {}).get("state", ""))
+    return str(((c.trainingjob(namespace, name) or {}).get("status") or {}).get("state", ""))
 
 
 def objects(
