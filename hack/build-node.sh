@@ -72,7 +72,7 @@ if ! have "$out/bin/coredns" "${COREDNS_VERSION#v}" -version || [ "$(cat "$stamp
     (cd "$src" && retry go list -deps . >/dev/null)
   else
     step "build coredns $coredns_build"
-    (cd "$src" && go build -trimpath -ldflags "-s -w" -o "$out/bin/coredns.tmp" .)
+    (cd "$src" && retry go build -trimpath -ldflags "-s -w" -o "$out/bin/coredns.tmp" . >/dev/null)
     mv "$out/bin/coredns.tmp" "$out/bin/coredns"
     echo "$coredns_build" >"$stamp"
     mark_graph "$out/bin/coredns"

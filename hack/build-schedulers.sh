@@ -15,12 +15,10 @@ VOLCANO_VERSION="${VOLCANO_VERSION:-v1.10.0}"
 out="$KUBETRAIN_CACHE/schedulers"
 mkdir -p "$out/bin" "$out/manifests"
 
-module_dir() { retry go mod download -json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])'; }
-
 stamp="$out/bin/.coscheduling-$SCHEDULER_PLUGINS_VERSION"
 if [ ! -x "$out/bin/coscheduling-scheduler" ] || [ ! -x "$out/bin/scheduler-plugins-controller" ] || [ ! -e "$stamp" ]; then
   step "download sigs.k8s.io/scheduler-plugins@$SCHEDULER_PLUGINS_VERSION"
-  dir=$(module_dir "sigs.k8s.io/scheduler-plugins@$SCHEDULER_PLUGINS_VERSION")
+  dir=$(module_file "sigs.k8s.io/scheduler-plugins@$SCHEDULER_PLUGINS_VERSION")
   src="$out/src/scheduler-plugins"
   mkdir -p "$src"
   staging="v0.${SCHEDULER_PLUGINS_K8S#v1.}"
@@ -70,13 +68,13 @@ if [ ! -x "$out/bin/kueue" ] || ! from_graph "$out/bin/kueue"; then
   # From the Kubernetes module graph (lib.sh). (Not `go install ...@version`: that also reads the
   # module's version list for deprecation notices, which the proxy here refuses: 403.)
   k8s_graph
-  dir=$(module_dir "sigs.k8s.io/kueue@$KUEUE_VERSION")
+  dir=$(module_file "sigs.k8s.io/kueue@$KUEUE_VERSION")
   if [ "$MODE" = fetch ]; then
     step "download the dependencies of kueue $KUEUE_VERSION"
     (cd "$K8S_GRAPH" && retry go list -deps sigs.k8s.io/kueue/cmd/kueue >/dev/null)
   else
     step "build kueue $KUEUE_VERSION"
-    (cd "$K8S_GRAPH" && go build -trimpath -ldflags "-s -w" -o "$out/bin/kueue.tmp" sigs.k8s.io/kueue/cmd/kueue)
+    (cd "$K8S_GRAPH" && retry go build -trimpath -ldflags "-s -w" -o "$out/bin/kueue.tmp" sigs.k8s.io/kueue/cmd/kueue >/dev/null)
     mv "$out/bin/kueue.tmp" "$out/bin/kueue"
     rm -rf "$out/manifests/kueue" && mkdir -p "$out/manifests/kueue"
     cp -r "$dir/config/components/crd/bases" "$out/manifests/kueue/crd"
@@ -90,7 +88,7 @@ fi
 # check what kubetrain renders for Volcano against Volcano's own schema.
 if [ ! -e "$out/manifests/volcano-podgroup-crd.yaml" ]; then
   step "download volcano.sh/volcano@$VOLCANO_VERSION (its PodGroup CRD)"
-  dir=$(module_dir "volcano.sh/volcano@$VOLCANO_VERSION")
+  dir=$(module_file "volcano.sh/volcano@$VOLCANO_VERSION")
   cp "$dir/config/crd/volcano/bases/scheduling.volcano.sh_podgroups.yaml" "$out/manifests/volcano-podgroup-crd.yaml"
   chmod u+w "$out/manifests/volcano-podgroup-crd.yaml"
 fi

@@ -27,7 +27,7 @@ if ! have "$out/bin/kwok" "$KWOK_VERSION" --version || ! from_graph "$out/bin/kw
     (cd "$K8S_GRAPH" && retry go list -deps sigs.k8s.io/kwok/cmd/kwok >/dev/null)
   else
     step "build kwok $KWOK_BUILD"
-    (cd "$K8S_GRAPH" && go build -trimpath -ldflags "-s -w" -o "$out/bin/kwok.tmp" sigs.k8s.io/kwok/cmd/kwok)
+    (cd "$K8S_GRAPH" && retry go build -trimpath -ldflags "-s -w" -o "$out/bin/kwok.tmp" sigs.k8s.io/kwok/cmd/kwok >/dev/null)
     mv "$out/bin/kwok.tmp" "$out/bin/kwok"
     mark_graph "$out/bin/kwok"
   fi

@@ -68,6 +68,10 @@ have() {
   [[ "$out" == *"$want"* ]]
 }
 
+# module_file MODULE@VERSION [FIELD]: a field of what `go mod download -json` says of it (Dir: its
+# source's directory; GoMod: its go.mod), once it is downloaded.
+module_file() { retry go mod download -json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "${2:-Dir}"; }
+
 # The Kubernetes module graph: one wrapper module requires Kubernetes and the three components built
 # on its client libraries (Kueue, kwok, CoreDNS), so what they share — k8s.io/api, client-go,
 # apimachinery, apiserver, grpc, protobuf, golang.org/x/sys and the rest, four fifths of each one's
@@ -101,7 +105,7 @@ k8s_graph() {
     ! graph_resolved || exit 0
     cd "$K8S_GRAPH"
     local gomod staging_version="v0.${K8S_VERSION#v1.}" m replaces pins
-    gomod=$(retry go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
+    gomod=$(module_file "k8s.io/kubernetes@$K8S_VERSION" GoMod)
     replaces=$(
       for m in $(sed -n '/^replace (/,/^)/p' "$gomod" | awk '/=> \.\/staging/{print $1}'); do
         if retry go list -m "$m@$staging_version" >/dev/null 2>&1; then
@@ -139,7 +143,7 @@ $pins"
 # says why): made once, with the graph, so that nothing rewrites it under a build or a fetch.
 kwok_source() {
   local src work="$K8S_GRAPH/kwok" call resume
-  src=$(retry go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  src=$(module_file "sigs.k8s.io/kwok@$KWOK_VERSION")
   rm -rf "$work" && cp -r "$src" "$work" && chmod -R u+w "$work"
   # The pod delete carries the pod's UID as a precondition.
   local controller="$work/pkg/kwok/controllers/pod_controller.go"
