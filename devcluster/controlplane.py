@@ -134,15 +134,14 @@ class ControlPlane:
         items without their kind), without a process per call: the tiers poll jobs and pods many
         times a second, and a kubectl costs 60 ms of CPU each. Any failure, a 404 too, raises
         :class:`KubectlError` with ``check``, and is None without."""
+        assert self._admin is not None, "kube-apiserver is not started"
         url = f"{self.server}{path}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
         try:
-            if self._admin is None:  # not started here: kubectl reads the kubeconfig
-                return json.loads(self.kubectl("get", "--raw", url.removeprefix(self.server)).stdout)
             with urllib.request.urlopen(url, timeout=60, context=self._admin) as r:
                 return json.load(r)
         except urllib.error.HTTPError as e:
             error = f"GET {path}: {e.code} {e.read().decode(errors='replace').strip()}"
-        except (OSError, ValueError, KubectlError) as e:  # refused, reset, timed out, cut short
+        except (OSError, ValueError) as e:  # refused, reset, timed out, cut short
             error = f"GET {path}: {e}"
         if check:
             raise KubectlError(error)
